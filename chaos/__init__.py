@@ -1,0 +1,1 @@
+"""Generic fault machinery — network fabric, faults, scenarios, checks. Knows nothing of RocketMQ."""

@@ -1,0 +1,1 @@
+"""The assembled lab: RocketMQ roles, runs, user interfaces, analysis, and the nslab command."""

@@ -1,0 +1,320 @@
+"""Request and response bodies of the NameServer codes, wire <-> route objects.
+
+JSON and ROCKETMQ frames carry fastjson bodies; MSGPACK frames (nslab's own nodes) carry the same
+structures, keys and all, in msgpack. A compressed REGISTER_BROKER body is RocketMQ's own binary
+form whatever the header type.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import struct
+import zlib
+from collections.abc import Mapping
+from typing import Iterator
+
+import msgpack
+
+from .protocol import fastjson
+from .protocol.codes import SerializeType
+from .routes import BrokerData, DataVersion, QueueData, TopicConfig, TopicRouteData
+
+
+class BodyError(ValueError):
+    """A body that does not decode as the structure its request code calls for."""
+
+
+# --- generic --------------------------------------------------------------------------------------
+
+def dump(obj: object, serialize_type: SerializeType, *, standard: bool = True) -> bytes:
+    """Null map values are omitted in every encoding, as fastjson omits them."""
+    if serialize_type == SerializeType.MSGPACK:
+        return msgpack.packb(_without_nulls(obj))
+    return fastjson.dumps(obj, standard=standard).encode()
+
+
+def _without_nulls(obj: object) -> object:
+    if isinstance(obj, dict):
+        return {k: _without_nulls(v) for k, v in obj.items() if v is not None}
+    if isinstance(obj, list):
+        return [_without_nulls(v) for v in obj]
+    return obj
+
+
+def load(body: bytes, serialize_type: SerializeType) -> object:
+    try:
+        if serialize_type == SerializeType.MSGPACK:
+            return msgpack.unpackb(body, raw=False, strict_map_key=False)
+        return fastjson.loads(body)
+    except Exception as e:  # json and msgpack raise several unrelated types for bad input
+        raise BodyError(f"undecodable body: {e}") from None
+
+
+def _obj(value: object, what: str) -> dict:
+    if not isinstance(value, dict):
+        raise BodyError(f"{what} is not an object")
+    return value
+
+
+# --- small structures -------------------------------------------------------------------------------
+
+def data_version_to_wire(dv: DataVersion) -> dict:
+    return {"counter": dv.counter, "timestamp": dv.timestamp}
+
+
+def data_version_from_wire(obj: object) -> DataVersion:
+    if obj is None:
+        return DataVersion()
+    d = _obj(obj, "dataVersion")
+    try:
+        return DataVersion(int(d.get("timestamp") or 0), int(d.get("counter") or 0))
+    except (TypeError, ValueError):
+        raise BodyError(f"bad dataVersion {d!r}") from None
+
+
+def topic_config_to_wire(tc: TopicConfig) -> dict:
+    return {
+        "order": tc.order, "perm": tc.perm, "readQueueNums": tc.read_queue_nums,
+        "topicFilterType": tc.topic_filter_type, "topicName": tc.topic_name,
+        "topicSysFlag": tc.topic_sys_flag, "writeQueueNums": tc.write_queue_nums,
+    }
+
+
+def topic_config_from_wire(name: str, obj: object) -> TopicConfig:
+    d = _obj(obj, f"topic config {name!r}")
+    try:
+        return TopicConfig(
+            topic_name=str(d.get("topicName") or name),
+            read_queue_nums=int(d.get("readQueueNums", 16)),
+            write_queue_nums=int(d.get("writeQueueNums", 16)),
+            perm=int(d.get("perm", 6)),
+            topic_filter_type=str(d.get("topicFilterType") or "SINGLE_TAG"),
+            topic_sys_flag=int(d.get("topicSysFlag") or 0),
+            order=bool(d.get("order", False)),
+        )
+    except (TypeError, ValueError):
+        raise BodyError(f"bad topic config {name!r}: {d!r}") from None
+
+
+# --- REGISTER_BROKER --------------------------------------------------------------------------------
+
+class RegisterBrokerBody:
+    """A decoded REGISTER_BROKER body whose topic table is parsed only when first read.
+
+    A master re-registering with an unchanged dataVersion (every 30 s, per NameServer) needs only
+    the dataVersion and the filter-server list, both found without parsing a topic table that may
+    hold tens of thousands of entries.
+    """
+
+    def __init__(self, data_version: DataVersion, filter_server_list: list[str] | None, table_loader):
+        self.data_version = data_version
+        self.filter_server_list = filter_server_list
+        self.topic_config_table: Mapping[str, TopicConfig] = _LazyTable(table_loader)
+
+    @classmethod
+    def decode(cls, body: bytes | None, serialize_type: SerializeType, *,
+               compressed: bool = False, legacy: bool = False) -> RegisterBrokerBody:
+        """legacy: a broker older than V3_0_11 sends a bare TopicConfigSerializeWrapper."""
+        if not body:
+            return cls(DataVersion(), None if legacy else [], dict)
+        if compressed:
+            return _decode_compressed(body)
+        if serialize_type != SerializeType.MSGPACK:
+            peeked = _peek_json(body, legacy)
+            if peeked is not None:
+                return peeked
+        return _decode_full(load(body, serialize_type), legacy)
+
+    def encode(self, serialize_type: SerializeType, *, compressed: bool = False) -> bytes:
+        return encode_register_body(self.topic_config_table, self.data_version,
+                                    self.filter_server_list or [], serialize_type,
+                                    compressed=compressed)
+
+
+class _LazyTable(Mapping):
+    __slots__ = ("_loader", "_table")
+
+    def __init__(self, loader):
+        self._loader, self._table = loader, None
+
+    def _get(self) -> dict[str, TopicConfig]:
+        if self._table is None:
+            self._table = self._loader()
+        return self._table
+
+    def __getitem__(self, key: str) -> TopicConfig:
+        return self._get()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._get())
+
+    def __len__(self) -> int:
+        return len(self._get())
+
+
+def _table_from_wire(obj: object) -> dict[str, TopicConfig]:
+    if obj is None:
+        return {}
+    return {name: topic_config_from_wire(name, tc) for name, tc in _obj(obj, "topicConfigTable").items()}
+
+
+def _decode_full(obj: object, legacy: bool) -> RegisterBrokerBody:
+    obj = _obj(obj, "register body")
+    if legacy:
+        wrapper, filters = obj, None
+    else:
+        wrapper = _obj(obj.get("topicConfigSerializeWrapper") or {}, "topicConfigSerializeWrapper")
+        filters = obj.get("filterServerList") or []
+        if not isinstance(filters, list):
+            raise BodyError("filterServerList is not a list")
+    table = _table_from_wire(wrapper.get("topicConfigTable"))
+    return RegisterBrokerBody(data_version_from_wire(wrapper.get("dataVersion")), filters, lambda: table)
+
+
+_DATA_VERSION_KEY = re.compile(rb'"dataVersion"\s*:\s*\{')
+_FILTER_LIST_KEY = re.compile(rb'"filterServerList"\s*:\s*\[')
+
+
+def _peek_json(body: bytes, legacy: bool) -> RegisterBrokerBody | None:
+    """Find dataVersion and filterServerList without parsing the topic table, or None to fall back
+    to a full parse. Topic names cannot contain quotes, so the keys cannot appear inside them."""
+    m = _DATA_VERSION_KEY.search(body)
+    if m is None:
+        return None
+    end = body.find(b"}", m.end())
+    if end < 0:
+        return None
+    try:
+        data_version = data_version_from_wire(json.loads(body[m.end() - 1:end + 1]))
+        filters = None
+        if not legacy:
+            f = _FILTER_LIST_KEY.search(body)
+            filters = []
+            if f is not None:
+                close = body.find(b"]", f.end())
+                filters = json.loads(body[f.end() - 1:close + 1]) if close >= 0 else None
+            if not isinstance(filters, list):
+                return None
+    except (ValueError, BodyError):
+        return None
+
+    def load_table() -> dict[str, TopicConfig]:
+        return _decode_full(load(body, SerializeType.JSON), legacy).topic_config_table._get()
+
+    return RegisterBrokerBody(data_version, filters, load_table)
+
+
+def _decode_compressed(body: bytes) -> RegisterBrokerBody:
+    """RocketMQ's compressed RegisterBrokerBody: zlib of length-prefixed DataVersion JSON, topic
+    configs as 'name read write perm filterType' strings, and the filter-server JSON list."""
+    try:
+        raw = zlib.decompress(body)
+        pos = 0
+
+        def chunk() -> bytes:
+            nonlocal pos
+            (n,) = struct.unpack_from(">i", raw, pos)
+            if n < 0 or pos + 4 + n > len(raw):
+                raise BodyError("bad length in compressed register body")
+            pos += 4 + n
+            return raw[pos - n:pos]
+
+        data_version = data_version_from_wire(json.loads(chunk()))
+        (count,) = struct.unpack_from(">i", raw, pos)
+        pos += 4
+        table = {}
+        for _ in range(count):
+            # 4.9.8 writes 5 fields; 5.x appends a 6th (attributes JSON), which is ignored.
+            parts = chunk().decode().split(" ")
+            if len(parts) < 5:
+                raise BodyError(f"bad topic config {' '.join(parts)!r} in compressed register body")
+            name = parts[0]
+            table[name] = TopicConfig(name, int(parts[1]), int(parts[2]), int(parts[3]), parts[4])
+        filters = json.loads(chunk())
+    except (zlib.error, struct.error, ValueError) as e:
+        raise BodyError(f"undecodable compressed register body: {e}") from None
+    if not isinstance(filters, list):
+        raise BodyError("filterServerList is not a list")
+    return RegisterBrokerBody(data_version, filters, lambda: table)
+
+
+def encode_register_body(topic_config_table: Mapping[str, TopicConfig], data_version: DataVersion,
+                         filter_server_list: list[str], serialize_type: SerializeType, *,
+                         compressed: bool = False) -> bytes:
+    if compressed:
+        def chunk(b: bytes) -> bytes:
+            return struct.pack(">i", len(b)) + b
+        parts = [chunk(json.dumps(data_version_to_wire(data_version), separators=(",", ":")).encode()),
+                 struct.pack(">i", len(topic_config_table))]
+        for tc in topic_config_table.values():
+            parts.append(chunk(f"{tc.topic_name} {tc.read_queue_nums} {tc.write_queue_nums} "
+                               f"{tc.perm} {tc.topic_filter_type}".encode()))
+        parts.append(chunk(json.dumps(filter_server_list).encode()))
+        return zlib.compress(b"".join(parts), 9)
+    return dump({
+        "filterServerList": filter_server_list,
+        "topicConfigSerializeWrapper": {
+            "dataVersion": data_version_to_wire(data_version),
+            "topicConfigTable": {n: topic_config_to_wire(tc) for n, tc in topic_config_table.items()},
+        },
+    }, serialize_type)
+
+
+# --- routes and cluster info ---------------------------------------------------------------------
+
+def queue_data_to_wire(qd: QueueData) -> dict:
+    return {"brokerName": qd.broker_name, "perm": qd.perm, "readQueueNums": qd.read_queue_nums,
+            "topicSysFlag": qd.topic_sys_flag, "writeQueueNums": qd.write_queue_nums}
+
+
+def broker_data_to_wire(bd: BrokerData) -> dict:
+    return {"brokerAddrs": bd.broker_addrs, "brokerName": bd.broker_name, "cluster": bd.cluster}
+
+
+def route_to_wire(route: TopicRouteData) -> dict:
+    return {
+        "brokerDatas": [broker_data_to_wire(bd) for bd in route.broker_datas],
+        "filterServerTable": route.filter_server_table,
+        "orderTopicConf": route.order_topic_conf,
+        "queueDatas": [queue_data_to_wire(qd) for qd in route.queue_datas],
+    }
+
+
+def _broker_data_from_wire(obj: object) -> BrokerData:
+    d = _obj(obj, "brokerData")
+    try:
+        addrs = {int(k): str(v) for k, v in _obj(d.get("brokerAddrs") or {}, "brokerAddrs").items()}
+    except ValueError:
+        raise BodyError(f"bad brokerAddrs {d.get('brokerAddrs')!r}") from None
+    return BrokerData(str(d.get("cluster") or ""), str(d.get("brokerName") or ""), addrs)
+
+
+def route_from_wire(obj: object) -> TopicRouteData:
+    d = _obj(obj, "topic route")
+    try:
+        queue_datas = [
+            QueueData(str(q["brokerName"]), int(q["readQueueNums"]), int(q["writeQueueNums"]),
+                      int(q["perm"]), int(q.get("topicSysFlag", q.get("topicSynFlag", 0)) or 0))
+            for q in d.get("queueDatas") or []
+        ]
+    except (KeyError, TypeError, ValueError) as e:
+        raise BodyError(f"bad queueDatas: {e}") from None
+    broker_datas = [_broker_data_from_wire(b) for b in d.get("brokerDatas") or []]
+    return TopicRouteData(queue_datas, broker_datas, dict(d.get("filterServerTable") or {}),
+                          d.get("orderTopicConf"))
+
+
+def cluster_info_to_wire(broker_addr_table: Mapping[str, BrokerData],
+                         cluster_addr_table: Mapping[str, Mapping[str, None]]) -> dict:
+    return {
+        "brokerAddrTable": {n: broker_data_to_wire(bd) for n, bd in broker_addr_table.items()},
+        "clusterAddrTable": {c: list(names) for c, names in cluster_addr_table.items()},
+    }
+
+
+def cluster_info_from_wire(obj: object) -> tuple[dict[str, BrokerData], dict[str, list[str]]]:
+    d = _obj(obj, "cluster info")
+    brokers = {n: _broker_data_from_wire(b) for n, b in _obj(d.get("brokerAddrTable") or {}, "brokerAddrTable").items()}
+    clusters = {c: list(names) for c, names in _obj(d.get("clusterAddrTable") or {}, "clusterAddrTable").items()}
+    return brokers, clusters

@@ -1,0 +1,119 @@
+"""RemotingCommand: one request or response, independent of how its header is serialised."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .codes import CURRENT_VERSION, FLAG_ONEWAY, FLAG_RESPONSE, SerializeType
+
+
+class HeaderError(ValueError):
+    """A request's extFields lack a required field or carry one that does not parse."""
+
+
+@dataclass(slots=True)
+class RemotingCommand:
+    code: int
+    opaque: int = 0
+    flag: int = 0
+    # RocketMQ's "custom header", flattened to strings as Java's RemotingCommand does.
+    ext_fields: dict[str, str] | None = None
+    remark: str | None = None
+    body: bytes | None = None
+    language: str = "PYTHON"
+    version: int = CURRENT_VERSION
+    serialize_type: SerializeType = SerializeType.JSON
+
+    @classmethod
+    def request(
+        cls,
+        code: int,
+        ext_fields: dict[str, object] | None = None,
+        body: bytes | None = None,
+        *,
+        oneway: bool = False,
+        serialize_type: SerializeType = SerializeType.JSON,
+        version: int = CURRENT_VERSION,
+        opaque: int = 0,
+    ) -> RemotingCommand:
+        return cls(
+            code=code,
+            opaque=opaque,
+            flag=FLAG_ONEWAY if oneway else 0,
+            ext_fields=stringify_fields(ext_fields) if ext_fields is not None else None,
+            body=body,
+            version=version,
+            serialize_type=serialize_type,
+        )
+
+    def response(
+        self,
+        code: int,
+        remark: str | None = None,
+        *,
+        ext_fields: dict[str, object] | None = None,
+        body: bytes | None = None,
+    ) -> RemotingCommand:
+        """A reply to this request: same opaque and serialize type, the response flag set."""
+        return RemotingCommand(
+            code=code,
+            opaque=self.opaque,
+            flag=FLAG_RESPONSE,
+            ext_fields=stringify_fields(ext_fields) if ext_fields is not None else None,
+            remark=remark,
+            body=body,
+            serialize_type=self.serialize_type,
+        )
+
+    @property
+    def is_response(self) -> bool:
+        return bool(self.flag & FLAG_RESPONSE)
+
+    @property
+    def is_oneway(self) -> bool:
+        return bool(self.flag & FLAG_ONEWAY)
+
+    # --- typed access to extFields, parsed as Java's decodeCommandCustomHeader does ---
+
+    def field(self, name: str) -> str | None:
+        return self.ext_fields.get(name) if self.ext_fields else None
+
+    def require(self, name: str) -> str:
+        value = self.field(name)
+        if value is None:
+            raise HeaderError(f"missing header field '{name}'")
+        return value
+
+    def int_field(self, name: str, default: int | None = None) -> int | None:
+        value = self.field(name)
+        if value is None:
+            return default
+        try:
+            return int(value)
+        except ValueError:
+            raise HeaderError(f"header field '{name}' is not an integer: {value!r}") from None
+
+    def require_int(self, name: str) -> int:
+        value = self.int_field(name)
+        if value is None:
+            raise HeaderError(f"missing header field '{name}'")
+        return value
+
+    def bool_field(self, name: str, default: bool = False) -> bool:
+        value = self.field(name)
+        # Java's Boolean.parseBoolean: only "true" (any case) is true.
+        return default if value is None else value.lower() == "true"
+
+
+def stringify(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def stringify_fields(fields: dict[str, object]) -> dict[str, str]:
+    """extFields as Java sends them: every non-null value as its toString()."""
+    return {k: stringify(v) for k, v in fields.items() if v is not None}
+
+
+__all__ = ["RemotingCommand", "HeaderError", "stringify", "stringify_fields"]

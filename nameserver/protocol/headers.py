@@ -1,0 +1,174 @@
+"""The three header serialisations: JSON (fastjson's), ROCKETMQ (binary) and MSGPACK (nslab's)."""
+
+from __future__ import annotations
+
+import json
+import struct
+
+import msgpack
+
+from .codes import LANGUAGE_CODE, LANGUAGES, SerializeType
+from .command import RemotingCommand, stringify
+
+
+class ProtocolError(Exception):
+    """The byte stream cannot be decoded; the connection it came from must be closed."""
+
+
+# --- encoding -----------------------------------------------------------------------------------
+
+def encode_header(cmd: RemotingCommand) -> bytes:
+    if cmd.serialize_type == SerializeType.JSON:
+        return _encode_json(cmd)
+    if cmd.serialize_type == SerializeType.ROCKETMQ:
+        return _encode_rocketmq(cmd)
+    if cmd.serialize_type == SerializeType.MSGPACK:
+        return msgpack.packb(_header_map(cmd))
+    raise ProtocolError(f"unknown serialize type {cmd.serialize_type}")
+
+
+def _header_map(cmd: RemotingCommand) -> dict:
+    header: dict = {"code": cmd.code}
+    if cmd.ext_fields is not None:
+        header["extFields"] = cmd.ext_fields
+    header["flag"] = cmd.flag
+    header["language"] = cmd.language
+    header["opaque"] = cmd.opaque
+    if cmd.remark is not None:
+        header["remark"] = cmd.remark
+    return header
+
+
+def _encode_json(cmd: RemotingCommand) -> bytes:
+    # fastjson's defaults: keys in alphabetical order, nulls omitted, UTF-8 as is, no spaces.
+    header = _header_map(cmd)
+    header["serializeTypeCurrentRPC"] = "JSON"
+    header["version"] = cmd.version
+    return json.dumps(header, separators=(",", ":"), sort_keys=True, ensure_ascii=False).encode()
+
+
+_FIXED = struct.Struct(">hbhii")  # code, language, version, opaque, flag
+
+
+def _encode_rocketmq(cmd: RemotingCommand) -> bytes:
+    if not -32768 <= cmd.code <= 32767 or not -32768 <= cmd.version <= 32767:
+        raise ProtocolError(f"code {cmd.code} / version {cmd.version} do not fit a ROCKETMQ header")
+    parts = [_FIXED.pack(cmd.code, LANGUAGE_CODE.get(cmd.language, LANGUAGE_CODE["OTHER"]),
+                         cmd.version, cmd.opaque, cmd.flag)]
+    remark = cmd.remark.encode() if cmd.remark else b""
+    parts.append(struct.pack(">i", len(remark)))
+    parts.append(remark)
+    ext = bytearray()
+    for key, value in (cmd.ext_fields or {}).items():
+        k, v = key.encode(), value.encode()
+        ext += struct.pack(">h", len(k)) + k + struct.pack(">i", len(v)) + v
+    parts.append(struct.pack(">i", len(ext)))
+    parts.append(bytes(ext))
+    return b"".join(parts)
+
+
+# --- decoding -----------------------------------------------------------------------------------
+
+def decode_header(serialize_type: int, data: bytes) -> RemotingCommand:
+    if serialize_type == SerializeType.JSON:
+        try:
+            header = json.loads(data)
+        except (ValueError, UnicodeDecodeError) as e:
+            raise ProtocolError(f"undecodable JSON header: {e}") from None
+        return _from_map(header, SerializeType.JSON)
+    if serialize_type == SerializeType.ROCKETMQ:
+        return _decode_rocketmq(data)
+    if serialize_type == SerializeType.MSGPACK:
+        try:
+            header = msgpack.unpackb(data, raw=False, strict_map_key=False)
+        except Exception as e:  # msgpack raises a handful of unrelated types for bad input
+            raise ProtocolError(f"undecodable msgpack header: {e}") from None
+        return _from_map(header, SerializeType.MSGPACK)
+    raise ProtocolError(f"unknown serialize type {serialize_type}")
+
+
+def _int(header: dict, key: str) -> int:
+    value = header.get(key, 0)
+    if type(value) is not int:  # bool is an int subclass and not a valid code
+        raise ProtocolError(f"header field {key!r} is not an integer: {value!r}")
+    return value
+
+
+def _from_map(header: object, serialize_type: SerializeType) -> RemotingCommand:
+    if not isinstance(header, dict):
+        raise ProtocolError(f"header is not an object: {type(header).__name__}")
+    language = header.get("language", "JAVA")
+    remark = header.get("remark")
+    ext = header.get("extFields")
+    if not isinstance(language, str):
+        raise ProtocolError(f"header field 'language' is not a string: {language!r}")
+    if remark is not None and not isinstance(remark, str):
+        raise ProtocolError(f"header field 'remark' is not a string: {remark!r}")
+    if ext is not None and not isinstance(ext, dict):
+        raise ProtocolError(f"header field 'extFields' is not an object: {ext!r}")
+    return RemotingCommand(
+        code=_int(header, "code"),
+        opaque=_int(header, "opaque"),
+        flag=_int(header, "flag"),
+        ext_fields=_normalise_ext(ext) if ext is not None else None,
+        remark=remark,
+        language=language,
+        version=_int(header, "version"),
+        serialize_type=serialize_type,
+    )
+
+
+def _normalise_ext(ext: dict) -> dict[str, str]:
+    # Java sends strings; the C++ client sends some fields as JSON numbers. Accept both.
+    out: dict[str, str] = {}
+    for key, value in ext.items():
+        if value is None:
+            continue
+        if isinstance(value, (dict, list)):
+            value = json.dumps(value, separators=(",", ":"))
+        out[str(key)] = stringify(value)
+    return out
+
+
+def _decode_rocketmq(data: bytes) -> RemotingCommand:
+    try:
+        code, lang, version, opaque, flag = _FIXED.unpack_from(data, 0)
+        pos = _FIXED.size
+        (remark_len,) = struct.unpack_from(">i", data, pos)
+        pos += 4
+        _check_len(remark_len, pos, data, "remark")
+        remark = data[pos:pos + remark_len].decode() if remark_len else None
+        pos += remark_len
+        (ext_len,) = struct.unpack_from(">i", data, pos)
+        pos += 4
+        _check_len(ext_len, pos, data, "extFields")
+        end = pos + ext_len
+        ext: dict[str, str] | None = {} if ext_len else None
+        while pos < end:
+            (klen,) = struct.unpack_from(">h", data, pos)
+            pos += 2
+            _check_len(klen, pos, data, "extFields key", end)
+            key = data[pos:pos + klen].decode()
+            pos += klen
+            (vlen,) = struct.unpack_from(">i", data, pos)
+            pos += 4
+            _check_len(vlen, pos, data, "extFields value", end)
+            value = data[pos:pos + vlen].decode()
+            pos += vlen
+            if klen and vlen:  # a zero length decodes as null
+                ext[key] = value
+    except struct.error:
+        raise ProtocolError("truncated ROCKETMQ header") from None
+    except UnicodeDecodeError as e:
+        raise ProtocolError(f"ROCKETMQ header is not UTF-8: {e}") from None
+    language = LANGUAGES[lang] if 0 <= lang < len(LANGUAGES) else "OTHER"
+    return RemotingCommand(
+        code=code, opaque=opaque, flag=flag, ext_fields=ext, remark=remark,
+        language=language, version=version, serialize_type=SerializeType.ROCKETMQ,
+    )
+
+
+def _check_len(length: int, pos: int, data: bytes, what: str, end: int | None = None) -> None:
+    limit = len(data) if end is None else end
+    if length < 0 or pos + length > limit:
+        raise ProtocolError(f"bad ROCKETMQ header: {what} length {length}")

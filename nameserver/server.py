@@ -1,0 +1,123 @@
+"""The trio edge of the NameServer: listeners, one task per connection, the expiry scan.
+
+Everything RocketMQ decides lives in DefaultRequestProcessor; this module only moves bytes, keeps
+time (trio's clock, so MockClock drives it in tests and simulations) and closes connections.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+
+import trio
+
+from .config import NamesrvConfig
+from .processor import DefaultRequestProcessor, Listener
+from .protocol import FRAME_MAX_LENGTH, FrameDecoder, encode
+
+log = logging.getLogger("nameserver.server")
+
+RECEIVE_SIZE = 65536
+FIRST_SCAN_DELAY = 5.0  # RocketMQ schedules the first scan 5 s after start
+
+
+class Channel:
+    """One accepted connection: the identity brokerLiveTable keeps, and a handle to close it."""
+
+    __slots__ = ("remote_addr", "close_reason", "_scope")
+
+    def __init__(self, remote_addr: str):
+        self.remote_addr = remote_addr
+        self.close_reason: str | None = None
+        self._scope = trio.CancelScope()
+
+    def close(self, reason: str) -> None:
+        self.close_reason = self.close_reason or reason
+        self._scope.cancel()
+
+    def __repr__(self) -> str:
+        return f"<Channel {self.remote_addr}>"
+
+
+def remote_address(stream: trio.abc.Stream) -> str:
+    sock = getattr(stream, "socket", None)
+    if sock is not None:
+        try:
+            host, port = sock.getpeername()[:2]
+            return f"{host}:{port}"
+        except OSError:
+            return "?"
+    return str(getattr(stream, "remote_addr", "?"))
+
+
+class NameServer:
+    def __init__(self, config: NamesrvConfig | None = None, *, listener: Listener | None = None):
+        self.config = config or NamesrvConfig()
+        self.processor = DefaultRequestProcessor(self.config, listener=listener)
+        self.channels: set[Channel] = set()
+
+    @property
+    def routes(self):
+        return self.processor.routes
+
+    async def serve_tcp(self, host: str = "127.0.0.1", port: int | None = None, *,
+                        task_status=trio.TASK_STATUS_IGNORED) -> None:
+        """Listen on host:port (port 0 picks a free one); task_status.started gets the bound
+        (host, port)."""
+        port = self.config.listenPort if port is None else port
+        listeners = await trio.open_tcp_listeners(port, host=host, backlog=1024)
+        bound = listeners[0].socket.getsockname()[:2]
+        log.info("The Name Server boot success. listening on %s:%s", *bound)
+        await self.serve(listeners, task_status=task_status, started=bound)
+
+    async def serve(self, listeners: list[trio.abc.Listener], *,
+                    task_status=trio.TASK_STATUS_IGNORED, started=None) -> None:
+        """Serve any trio listeners (TCP, or the lab's simulated network) until cancelled."""
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self.run_scan)
+            await nursery.start(trio.serve_listeners, self.handle_stream, listeners)
+            task_status.started(started)
+
+    async def run_scan(self) -> None:
+        """scanNotActiveBroker at a fixed rate: first after 5 s, then every interval."""
+        next_scan = trio.current_time() + FIRST_SCAN_DELAY
+        while True:
+            await trio.sleep_until(next_scan)
+            for channel in self.processor.scan_not_active_broker(trio.current_time()):
+                if isinstance(channel, Channel):
+                    channel.close("broker channel expired")
+            next_scan += self.config.scanNotActiveBrokerInterval
+
+    async def handle_stream(self, stream: trio.abc.Stream) -> None:
+        channel = Channel(remote_address(stream))
+        self.channels.add(channel)
+        reason = "closed by peer"
+        decoder = FrameDecoder(FRAME_MAX_LENGTH)
+        try:
+            with channel._scope as scope:
+                while True:
+                    idle = self.config.serverChannelMaxIdleTimeSeconds
+                    scope.deadline = trio.current_time() + idle if idle > 0 else math.inf
+                    data = await stream.receive_some(RECEIVE_SIZE)
+                    if not data:
+                        break
+                    now = trio.current_time()
+                    replies = []
+                    for request in decoder.feed(data):
+                        reply = self.processor.process_request(request, channel, now)
+                        if reply is not None:
+                            replies.append(encode(reply))
+                    if replies:
+                        await stream.send_all(b"".join(replies) if len(replies) > 1 else replies[0])
+                    if decoder.error is not None:
+                        reason = f"decode error: {decoder.error}"
+                        log.warning("closing connection from %s: %s", channel.remote_addr, decoder.error)
+                        break
+            if scope.cancelled_caught:
+                reason = channel.close_reason or f"idle for {idle:g} s"
+        except (trio.BrokenResourceError, trio.ClosedResourceError) as e:
+            reason = f"connection error: {e.__cause__ or e}"
+        finally:
+            self.channels.discard(channel)
+            self.processor.on_channel_destroy(channel, channel.remote_addr, reason)
+            await trio.aclose_forcefully(stream)
