@@ -47,10 +47,14 @@ def run(args: argparse.Namespace) -> int:
         scanNotActiveBrokerInterval=args.scan_interval, brokerChannelExpiredTime=args.expiry,
         serverChannelMaxIdleTimeSeconds=args.idle,
     )
+    failure = None
     try:
         trio.run(_main, NameServer(config), args.host, args.port)
-    except OSError as e:
-        print(f"nslab nameserver: cannot listen on {args.host}:{args.port}: {e.strerror or e}", file=sys.stderr)
+    except* OSError as group:
+        failure = group.exceptions[0]
+    if failure is not None:
+        print(f"nslab nameserver: cannot listen on {args.host}:{args.port}: {failure.strerror or failure}",
+              file=sys.stderr)
         return 1
     return 0
 
