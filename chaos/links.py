@@ -1,0 +1,132 @@
+"""Link state: which node can reach which, and the toxics on each link. Pure: no I/O, no clock.
+
+A link is directed, (src, dst): the bytes src sends to dst. Both network implementations ask
+`plan(src, dst, nbytes, rng)` for every chunk they carry, so a fault means the same thing in a
+simulated run and over real sockets.
+
+Toxics use Toxiproxy's vocabulary: latency (with jitter), bandwidth, blackhole (bytes vanish into
+the link, connections stay open), reset (connections are torn down) — plus loss, which on TCP is not a lost
+byte but a retransmission: the chunk arrives one retransmission timeout late.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Iterable, NamedTuple
+
+RETRANSMIT_TIMEOUT = 0.2  # seconds: Linux's minimum TCP RTO
+
+
+@dataclass(frozen=True, slots=True)
+class Toxic:
+    kind: str  # latency | loss | bandwidth | blackhole | reset
+    latency: float = 0.0  # seconds
+    jitter: float = 0.0  # seconds, uniform +-
+    probability: float = 0.0  # loss: chance a chunk needs a retransmission
+    rate: float = 0.0  # bandwidth: bytes per second
+
+    KINDS = ("latency", "loss", "bandwidth", "blackhole", "reset")
+
+    def __post_init__(self):
+        if self.kind not in self.KINDS:
+            raise ValueError(f"unknown toxic {self.kind!r}: use one of {', '.join(self.KINDS)}")
+        if self.kind == "bandwidth" and self.rate <= 0:
+            raise ValueError("a bandwidth toxic needs a rate > 0 (bytes per second)")
+        if not 0.0 <= self.probability <= 1.0:
+            raise ValueError(f"loss probability {self.probability} is not in [0, 1]")
+
+    def describe(self) -> str:
+        if self.kind == "latency":
+            return f"latency {self.latency * 1000:g}ms" + (f"±{self.jitter * 1000:g}ms" if self.jitter else "")
+        if self.kind == "loss":
+            return f"loss {self.probability:.0%}"
+        if self.kind == "bandwidth":
+            return f"bandwidth {self.rate / 1024:g}KiB/s"
+        return self.kind
+
+
+class Plan(NamedTuple):
+    """What happens to one chunk: delivered, held, or the connection reset. A held chunk waits
+    until the link changes (as TCP retransmits through a partition and delivers after it heals,
+    unless the connection is closed first). A delivered chunk
+    arrives `delay` seconds after it is sent, and `transmit` seconds after the chunk before it
+    (bandwidth queues chunks one behind another)."""
+
+    action: str  # deliver | hold | reset
+    delay: float = 0.0
+    transmit: float = 0.0
+
+
+HOLD = Plan("hold")
+RESET = Plan("reset")
+
+
+@dataclass(slots=True)
+class Links:
+    base_latency: float = 0.0
+    base_jitter: float = 0.0
+    base_loss: float = 0.0
+    blocked: set[tuple[str, str]] = field(default_factory=set)
+    toxics: dict[tuple[str, str], dict[str, Toxic]] = field(default_factory=dict)
+
+    # --- partitions -------------------------------------------------------------------------
+
+    def partition(self, groups: Iterable[Iterable[str]], *, one_way: bool = False) -> None:
+        """Nodes in different groups cannot reach each other (one_way: only from an earlier group
+        to a later one). Nodes in no group keep every link."""
+        groups = [list(g) for g in groups]
+        for i, left in enumerate(groups):
+            for right in groups[i + 1:]:
+                for a in left:
+                    for b in right:
+                        self.blocked.add((a, b))
+                        if not one_way:
+                            self.blocked.add((b, a))
+
+    def isolate(self, node: str, others: Iterable[str]) -> None:
+        self.partition([[node], [o for o in others if o != node]])
+
+    def heal(self) -> None:
+        """Heal all: every partition and every toxic goes."""
+        self.blocked.clear()
+        self.toxics.clear()
+
+    def reachable(self, src: str, dst: str) -> bool:
+        return (src, dst) not in self.blocked
+
+    # --- toxics -------------------------------------------------------------------------------
+
+    def add_toxic(self, src: str, dst: str, toxic: Toxic) -> None:
+        self.toxics.setdefault((src, dst), {})[toxic.kind] = toxic
+
+    def remove_toxic(self, src: str, dst: str, kind: str | None = None) -> None:
+        if kind is None:
+            self.toxics.pop((src, dst), None)
+        else:
+            self.toxics.get((src, dst), {}).pop(kind, None)
+
+    def plan(self, src: str, dst: str, nbytes: int, rng: random.Random) -> Plan:
+        if (src, dst) in self.blocked:
+            return HOLD
+        toxics = self.toxics.get((src, dst))
+        delay, transmit = self.base_latency, 0.0
+        if self.base_jitter:
+            delay += rng.uniform(-self.base_jitter, self.base_jitter)
+        loss = self.base_loss
+        if toxics:
+            if "reset" in toxics:
+                return RESET
+            if "blackhole" in toxics:
+                return HOLD
+            latency = toxics.get("latency")
+            if latency is not None:
+                delay += latency.latency + (rng.uniform(-latency.jitter, latency.jitter) if latency.jitter else 0.0)
+            bandwidth = toxics.get("bandwidth")
+            if bandwidth is not None:
+                transmit = nbytes / bandwidth.rate
+            if "loss" in toxics:
+                loss = max(loss, toxics["loss"].probability)
+        if loss and rng.random() < loss:
+            delay += RETRANSMIT_TIMEOUT
+        return Plan("deliver", max(0.0, delay), transmit)

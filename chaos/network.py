@@ -1,0 +1,354 @@
+"""The fabric every lab node listens and connects through.
+
+Two implementations of one interface:
+- SimNetwork: in memory, on trio's clock; latency, jitter and loss from a seeded RNG. A run on a
+  virtual clock is a pure function of its seed.
+- TcpNetwork: real loopback sockets. Each node listens on a real port; a connection from one lab
+  node to another passes an in-process relay for that link, so the link can be cut, black-holed
+  or slowed whoever owns the sockets. Addresses outside the lab are dialled directly.
+
+Nodes are named (`ns-0`, `broker-a-0`, ...); addresses are `host:port` strings, as RocketMQ wants.
+A connection across a partition or a black hole stays open and its bytes wait, as TCP's would;
+they arrive if the link heals before someone closes the connection.
+"""
+
+from __future__ import annotations
+
+import errno
+import math
+import random
+from typing import Iterable
+
+import trio
+
+from .links import Links, Toxic
+
+
+class Unreachable(OSError):
+    """Connection refused: nothing listens at that address (a killed node, say)."""
+
+
+class Network:
+    def __init__(self, links: Links | None = None, *, seed: int = 0):
+        self.links = links or Links()
+        self.rng = random.Random(seed)
+        self.node_at: dict[str, str] = {}  # address -> node
+        self.address_of: dict[str, str] = {}  # node -> address it listens on
+        self._endpoints: dict[str, list] = {}  # node -> open connection ends (for kill)
+        self._listeners: dict[str, list] = {}
+        self._changed = trio.Event()
+
+    # --- link state (every change wakes whoever waits on a held link) ----------------------------
+
+    async def links_changed(self) -> None:
+        await self._changed.wait()
+
+    def _notify(self) -> None:
+        self._changed.set()
+        self._changed = trio.Event()
+
+    def partition(self, groups: Iterable[Iterable[str]], *, one_way: bool = False) -> None:
+        self.links.partition(groups, one_way=one_way)
+        self._notify()
+
+    def isolate(self, node: str) -> None:
+        self.links.isolate(node, self.address_of)
+        self._notify()
+
+    def heal(self) -> None:
+        self.links.heal()
+        self._notify()
+
+    def add_toxic(self, src: str, dst: str, toxic: Toxic) -> None:
+        self.links.add_toxic(src, dst, toxic)
+        self._notify()
+
+    def remove_toxic(self, src: str, dst: str, kind: str | None = None) -> None:
+        self.links.remove_toxic(src, dst, kind)
+        self._notify()
+
+    # --- nodes ----------------------------------------------------------------------------------
+
+    def _track(self, node: str, end) -> None:
+        self._endpoints.setdefault(node, []).append(end)
+
+    def _untrack(self, node: str, end) -> None:
+        ends = self._endpoints.get(node)
+        if ends and end in ends:
+            ends.remove(end)
+
+    def close_node(self, node: str) -> None:
+        """The node's process is gone: its listeners close and every connection it had is reset."""
+        for listener in self._listeners.pop(node, []):
+            listener.close_now()
+        for end in list(self._endpoints.get(node, [])):
+            end.reset()
+        self._endpoints.pop(node, None)
+        address = self.address_of.get(node)
+        if address is not None:
+            self.node_at.pop(address, None)
+
+    async def _wait_reachable(self, src: str, dst: str) -> None:
+        # A SYN into a partition is never answered: the caller's connect timeout decides.
+        while not self.links.reachable(src, dst) or not self.links.reachable(dst, src):
+            await self.links_changed()
+
+
+# --- simulated ----------------------------------------------------------------------------------
+
+class _SimEnd(trio.abc.Stream):
+    """One end of an in-memory connection. Chunks are planned when they are delivered, so a link
+    that changes while bytes are in flight affects them."""
+
+    def __init__(self, net: SimNetwork, local: str, remote: str):
+        self.net, self.local, self.remote = net, local, remote
+        self.remote_addr = ""
+        self._inbox_send, self._inbox = trio.open_memory_channel(math.inf)
+        self.peer: _SimEnd | None = None
+        self._pending = b""
+        self._last_delivery = -math.inf
+        self._broken = False
+        self._closed = False
+
+    async def send_all(self, data) -> None:
+        if self._closed:
+            raise trio.ClosedResourceError("connection closed")
+        await trio.lowlevel.checkpoint()
+        if self._broken or self.peer is None or self.peer._closed:
+            raise trio.BrokenResourceError("connection reset")
+        if data:
+            self.peer._inbox_send.send_nowait((trio.current_time(), bytes(data)))
+
+    async def wait_send_all_might_not_block(self) -> None:
+        await trio.lowlevel.checkpoint()
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes:
+        if self._closed:
+            raise trio.ClosedResourceError("connection closed")
+        if not self._pending:
+            try:
+                sent_at, data = await self._inbox.receive()
+            except trio.EndOfChannel:
+                return b""
+            except trio.ClosedResourceError:
+                if self._broken:
+                    raise trio.BrokenResourceError("connection reset") from None
+                raise
+            await self._deliver(sent_at, len(data))
+            self._pending = data
+        if max_bytes is None or max_bytes >= len(self._pending):
+            data, self._pending = self._pending, b""
+        else:
+            data, self._pending = self._pending[:max_bytes], self._pending[max_bytes:]
+        return data
+
+    async def _deliver(self, sent_at: float, nbytes: int) -> None:
+        net = self.net
+        while True:
+            plan = net.links.plan(self.remote, self.local, nbytes, net.rng)
+            if plan.action == "deliver":
+                break
+            if plan.action == "reset":
+                self.reset()
+                raise trio.BrokenResourceError("connection reset by a toxic")
+            await net.links_changed()
+        due = max(self._last_delivery, sent_at + plan.delay) + plan.transmit
+        self._last_delivery = due
+        if due > trio.current_time():
+            await trio.sleep_until(due)
+
+    def reset(self) -> None:
+        """Tear down both ends, as an RST would."""
+        for end in (self, self.peer):
+            if end is not None and not end._broken:
+                end._broken = True
+                end._inbox_send.close()
+                end._inbox.close()
+                end.net._untrack(end.local, end)
+
+    async def aclose(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self.net._untrack(self.local, self)
+            if self.peer is not None:
+                self.peer._inbox_send.close()  # the peer reads EOF after what is in flight
+            self._inbox.close()
+        await trio.lowlevel.checkpoint()
+
+
+class _SimListener(trio.abc.Listener):
+    def __init__(self, address: str):
+        self.address = address
+        self._send, self._receive = trio.open_memory_channel(math.inf)
+
+    async def accept(self) -> _SimEnd:
+        try:
+            return await self._receive.receive()
+        except (trio.EndOfChannel, trio.ClosedResourceError):
+            raise trio.ClosedResourceError("listener closed") from None
+
+    def close_now(self) -> None:
+        self._send.close()
+
+    async def aclose(self) -> None:
+        self.close_now()
+        await trio.lowlevel.checkpoint()
+
+
+class SimNetwork(Network):
+    def __init__(self, links: Links | None = None, *, seed: int = 0, next_port: int = 30000):
+        super().__init__(links, seed=seed)
+        self._listening: dict[str, _SimListener] = {}
+        self._next_port = next_port
+
+    async def listen(self, node: str, port: int = 0) -> tuple[trio.abc.Listener, str]:
+        if not port:
+            port, self._next_port = self._next_port, self._next_port + 1
+        address = f"127.0.0.1:{port}"
+        if address in self._listening and not self._listening[address]._send._closed:
+            raise OSError(errno.EADDRINUSE, f"address {address} in use")
+        listener = _SimListener(address)
+        self._listening[address] = listener
+        self._listeners.setdefault(node, []).append(listener)
+        self.node_at[address], self.address_of[node] = node, address
+        await trio.lowlevel.checkpoint()
+        return listener, address
+
+    async def connect(self, src: str, address: str) -> _SimEnd:
+        listener = self._listening.get(address)
+        dst = self.node_at.get(address, address)
+        await self._wait_reachable(src, dst)
+        plan = self.links.plan(src, dst, 0, self.rng)
+        await trio.sleep(2 * plan.delay)  # the handshake's round trip
+        if plan.action == "reset":
+            raise ConnectionResetError(errno.ECONNRESET, f"connection to {address} reset")
+        if listener is None or listener._send._closed:
+            raise Unreachable(errno.ECONNREFUSED, f"connection to {address} refused")
+        client, server = _SimEnd(self, src, dst), _SimEnd(self, dst, src)
+        client.peer, server.peer = server, client
+        client.remote_addr, server.remote_addr = address, f"{src}"
+        self._track(src, client)
+        self._track(dst, server)
+        listener._send.send_nowait(server)
+        return client
+
+
+# --- real sockets -------------------------------------------------------------------------------
+
+class _RelayedConnection:
+    """One connection through a link relay: two sockets and the pumps between them."""
+
+    def __init__(self, a: trio.SocketStream, b: trio.SocketStream):
+        self.a, self.b = a, b
+        self.scope = trio.CancelScope()
+
+    def reset(self) -> None:
+        self.scope.cancel()
+
+
+class TcpNetwork(Network):
+    RECEIVE_SIZE = 65536
+
+    def __init__(self, nursery: trio.Nursery, links: Links | None = None, *, seed: int = 0,
+                 host: str = "127.0.0.1"):
+        super().__init__(links, seed=seed)
+        self.nursery = nursery
+        self.host = host
+        self._relays: dict[tuple[str, str], int] = {}  # link -> relay port
+
+    async def listen(self, node: str, port: int = 0) -> tuple[trio.abc.Listener, str]:
+        listeners = await trio.open_tcp_listeners(port, host=self.host, backlog=1024)
+        address = "%s:%d" % listeners[0].socket.getsockname()[:2]
+        self._listeners.setdefault(node, []).extend(_ClosableTcpListener(lst) for lst in listeners)
+        self.node_at[address], self.address_of[node] = node, address
+        return listeners[0], address
+
+    async def connect(self, src: str, address: str) -> trio.SocketStream:
+        host, _, port = address.rpartition(":")
+        dst = self.node_at.get(address)
+        if dst is None:  # not a lab node: dial it directly
+            return await trio.open_tcp_stream(host, int(port))
+        await self._wait_reachable(src, dst)
+        relay_port = self._relays.get((src, dst))
+        if relay_port is None:
+            relay_port = self._relays[(src, dst)] = await self.nursery.start(self._relay, src, dst)
+        return await trio.open_tcp_stream(self.host, relay_port)
+
+    async def _relay(self, src: str, dst: str, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        (listener,) = await trio.open_tcp_listeners(0, host=self.host)
+        task_status.started(listener.socket.getsockname()[1])
+        async with listener:
+            while True:
+                inbound = await listener.accept()
+                self.nursery.start_soon(self._relay_connection, src, dst, inbound)
+
+    async def _relay_connection(self, src: str, dst: str, inbound: trio.SocketStream) -> None:
+        address = self.address_of.get(dst)
+        try:
+            if address is None or self.node_at.get(address) != dst:
+                raise OSError(errno.ECONNREFUSED, "refused")
+            host, _, port = address.rpartition(":")
+            outbound = await trio.open_tcp_stream(host, int(port))
+        except OSError:
+            await trio.aclose_forcefully(inbound)  # refused: the dialler sees the close
+            return
+        conn = _RelayedConnection(inbound, outbound)
+        self._track(src, conn)
+        self._track(dst, conn)
+        try:
+            with conn.scope:
+                async with trio.open_nursery() as pumps:
+                    pumps.start_soon(self._pump, inbound, outbound, src, dst, pumps.cancel_scope)
+                    pumps.start_soon(self._pump, outbound, inbound, dst, src, pumps.cancel_scope)
+        finally:
+            self._untrack(src, conn)
+            self._untrack(dst, conn)
+            await trio.aclose_forcefully(inbound)
+            await trio.aclose_forcefully(outbound)
+
+    async def _pump(self, source, sink, src: str, dst: str, done: trio.CancelScope) -> None:
+        # Reader and writer apart, so a delayed chunk does not stop the reading; the bounded
+        # channel pushes back on the sender as a full TCP window would.
+        send, receive = trio.open_memory_channel(64)
+
+        async def read():
+            async with send:
+                while True:
+                    try:
+                        data = await source.receive_some(self.RECEIVE_SIZE)
+                    except (trio.BrokenResourceError, trio.ClosedResourceError):
+                        data = b""
+                    if not data:
+                        return
+                    await send.send((trio.current_time(), data))
+
+        async def write():
+            last = -math.inf
+            async for sent_at, data in receive:
+                while True:
+                    plan = self.links.plan(src, dst, len(data), self.rng)
+                    if plan.action != "hold":
+                        break
+                    await self.links_changed()
+                if plan.action == "reset":
+                    break
+                last = max(last, sent_at + plan.delay) + plan.transmit
+                if last > trio.current_time():
+                    await trio.sleep_until(last)
+                try:
+                    await sink.send_all(data)
+                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                    break
+            done.cancel()  # EOF or reset on one side ends the whole relayed connection
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(read)
+            nursery.start_soon(write)
+
+
+class _ClosableTcpListener:
+    def __init__(self, listener: trio.SocketListener):
+        self.listener = listener
+
+    def close_now(self) -> None:
+        self.listener.socket.close()
