@@ -1,0 +1,119 @@
+"""What every lab node shares: its identity on the network and the event log, and a channel table.
+
+ChannelTable is NettyRemotingClient's: one cached connection per address; a connect bounded by
+the connect timeout; a call that times out closes its channel (clientCloseSocketIfTimeout, true
+since 4.9.2), so the next call reconnects — which is how a client notices a dead peer.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from dataclasses import dataclass, field
+
+import trio
+
+from chaos.network import Network
+from nameserver.client import RemotingClient, RemotingError, RemotingTimeoutError
+from nameserver.protocol import RemotingCommand, SerializeType
+
+from .config import LabConfig
+from .events import EventLog
+
+LAB_SERIALIZE_TYPE = SerializeType.MSGPACK  # the lab's own nodes speak msgpack to each other
+
+
+@dataclass
+class Node:
+    """A lab node's handle on the world: name, network, event log, config and its own RNG."""
+
+    name: str
+    network: Network
+    events: EventLog
+    config: LabConfig
+    rng: random.Random = field(default_factory=random.Random)
+
+    def emit(self, kind: str, **fields) -> dict:
+        return self.events.emit(self.name, kind, **fields)
+
+    def now(self) -> float:
+        return trio.current_time()
+
+
+class ChannelTable:
+    def __init__(self, node: Node, nursery: trio.Nursery, *, connect_timeout: float = 3.0,
+                 on_request=None):
+        self.node = node
+        self.nursery = nursery
+        self.connect_timeout = connect_timeout
+        self.on_request = on_request
+        self._clients: dict[str, RemotingClient] = {}
+        self._connecting: dict[str, trio.Event] = {}
+        self._opaques = itertools.count()
+
+    def is_connected(self, address: str) -> bool:
+        client = self._clients.get(address)
+        return client is not None and client.closed_reason is None
+
+    async def _get(self, address: str) -> RemotingClient:
+        while True:
+            client = self._clients.get(address)
+            if client is not None and client.closed_reason is None:
+                return client
+            pending = self._connecting.get(address)
+            if pending is None:
+                break
+            await pending.wait()  # someone else is connecting; use their channel
+            if not self.is_connected(address):
+                raise RemotingError(f"connect to {address} failed")
+        done = self._connecting[address] = trio.Event()
+        try:
+            with trio.move_on_after(self.connect_timeout) as scope:
+                try:
+                    stream = await self.node.network.connect(self.node.name, address)
+                except OSError as e:
+                    raise RemotingError(f"connect to {address} failed: {e.strerror or e}") from None
+            if scope.cancelled_caught:
+                raise RemotingError(f"connect to {address} timed out after {self.connect_timeout:g} s")
+            client = RemotingClient(stream, opaques=self._opaques, on_request=self.on_request)
+            self._clients[address] = client
+            self.nursery.start_soon(client.run)
+            return client
+        finally:
+            del self._connecting[address]
+            done.set()
+
+    async def invoke(self, address: str, request: RemotingCommand, timeout: float) -> RemotingCommand:
+        """Call `address`, connecting first if needed; the connect counts against `timeout`."""
+        deadline = trio.current_time() + timeout
+        client = await self._get(address)
+        try:
+            return await client.invoke(request, max(0.0, deadline - trio.current_time()))
+        except RemotingTimeoutError:
+            self.close(address)
+            raise
+        except RemotingError:
+            self.close(address)
+            raise
+
+    async def invoke_oneway(self, address: str, request: RemotingCommand) -> None:
+        client = await self._get(address)
+        try:
+            await client.invoke_oneway(request)
+        except RemotingError:
+            self.close(address)
+            raise
+
+    def close(self, address: str) -> None:
+        client = self._clients.pop(address, None)
+        if client is not None:
+            self.nursery.start_soon(client.aclose)
+
+    def close_all(self) -> None:
+        for address in list(self._clients):
+            self.close(address)
+
+
+def request(code: int, ext_fields: dict | None = None, body: bytes | None = None, **kwargs) -> RemotingCommand:
+    """A request in the lab's own serialize type."""
+    return RemotingCommand.request(code, ext_fields, body, serialize_type=LAB_SERIALIZE_TYPE, **kwargs)
