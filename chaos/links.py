@@ -68,6 +68,7 @@ class Links:
     base_jitter: float = 0.0
     base_loss: float = 0.0
     blocked: set[tuple[str, str]] = field(default_factory=set)
+    isolated: set[str] = field(default_factory=set)
     toxics: dict[tuple[str, str], dict[str, Toxic]] = field(default_factory=dict)
 
     # --- partitions -------------------------------------------------------------------------
@@ -84,15 +85,19 @@ class Links:
                         if not one_way:
                             self.blocked.add((b, a))
 
-    def isolate(self, node: str, others: Iterable[str]) -> None:
-        self.partition([[node], [o for o in others if o != node]])
+    def isolate(self, node: str) -> None:
+        """Cut every link of the node, to nodes known now and nodes that appear later."""
+        self.isolated.add(node)
 
     def heal(self) -> None:
-        """Heal all: every partition and every toxic goes."""
+        """Heal all: every partition, isolation and toxic goes."""
         self.blocked.clear()
+        self.isolated.clear()
         self.toxics.clear()
 
     def reachable(self, src: str, dst: str) -> bool:
+        if src != dst and (src in self.isolated or dst in self.isolated):
+            return False
         return (src, dst) not in self.blocked
 
     # --- toxics -------------------------------------------------------------------------------
@@ -107,7 +112,7 @@ class Links:
             self.toxics.get((src, dst), {}).pop(kind, None)
 
     def plan(self, src: str, dst: str, nbytes: int, rng: random.Random) -> Plan:
-        if (src, dst) in self.blocked:
+        if not self.reachable(src, dst):
             return HOLD
         toxics = self.toxics.get((src, dst))
         delay, transmit = self.base_latency, 0.0

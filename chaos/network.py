@@ -52,7 +52,7 @@ class Network:
         self._notify()
 
     def isolate(self, node: str) -> None:
-        self.links.isolate(node, self.address_of)
+        self.links.isolate(node)
         self._notify()
 
     def heal(self) -> None:
@@ -78,7 +78,8 @@ class Network:
             ends.remove(end)
 
     def close_node(self, node: str) -> None:
-        """The node's process is gone: its listeners close and every connection it had is reset."""
+        """The network half of a kill, after the node's tasks are cancelled: its listeners close
+        and every connection it had is reset."""
         for listener in self._listeners.pop(node, []):
             listener.close_now()
         for end in list(self._endpoints.get(node, [])):
