@@ -1,0 +1,83 @@
+"""Nodes as supervised trio tasks: each runs in its own cancel scope, so a kill is a cancel.
+
+A node's `body(task_status)` runs until cancelled and reports its address through task_status.
+The supervisor knows nothing of RocketMQ; lab/cluster.py decides what each node is.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Awaitable, Callable
+
+import trio
+
+Body = Callable[..., Awaitable[None]]
+
+
+@dataclass(eq=False)
+class NodeHandle:
+    name: str
+    role: str
+    body: Body
+    stop: Callable[[], Awaitable[None]] | None = None
+    state: str = "new"  # up | killed | stopped | crashed
+    address: str | None = None
+    error: str | None = None
+    scope: trio.CancelScope = field(default_factory=trio.CancelScope)
+    done: trio.Event = field(default_factory=trio.Event)
+
+
+class Supervisor:
+    def __init__(self, nursery: trio.Nursery, on_exit: Callable[[NodeHandle], None] | None = None):
+        self.nursery = nursery
+        self.nodes: dict[str, NodeHandle] = {}
+        self.on_exit = on_exit
+
+    def add(self, name: str, role: str, body: Body, stop: Callable[[], Awaitable[None]] | None = None) -> NodeHandle:
+        handle = self.nodes[name] = NodeHandle(name, role, body, stop)
+        return handle
+
+    async def start(self, name: str) -> NodeHandle:
+        """Start (or restart) a node and wait until it has reported its address."""
+        handle = self.nodes[name]
+        if handle.state == "up":
+            return handle
+        handle.scope, handle.done, handle.error = trio.CancelScope(), trio.Event(), None
+        handle.address = await self.nursery.start(self._run, handle)
+        handle.state = "up"
+        return handle
+
+    async def _run(self, handle: NodeHandle, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        try:
+            with handle.scope:
+                await handle.body(task_status=task_status)
+            if handle.state == "up" and not handle.scope.cancelled_caught:
+                handle.state = "stopped"
+        except Exception as e:  # a node's bug takes down that node, never the lab
+            handle.state, handle.error = "crashed", f"{type(e).__name__}: {e}"
+            if not handle.scope.cancel_called and handle.address is None:
+                raise  # failed before it started: the caller of start() must hear of it
+        finally:
+            handle.done.set()
+            if self.on_exit is not None:
+                self.on_exit(handle)
+
+    async def stop(self, name: str) -> None:
+        """Graceful: the node's `stop` hook (unregister, say) runs before its tasks are cancelled."""
+        handle = self.nodes[name]
+        if handle.state != "up":
+            return
+        if handle.stop is not None:
+            with trio.move_on_after(10):
+                await handle.stop()
+        handle.state = "stopped"
+        handle.scope.cancel()
+        await handle.done.wait()
+
+    async def kill(self, name: str) -> None:
+        handle = self.nodes[name]
+        if handle.state != "up":
+            return
+        handle.state = "killed"
+        handle.scope.cancel()
+        await handle.done.wait()
