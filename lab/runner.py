@@ -89,7 +89,7 @@ async def run_cluster(config: LabConfig, options: RunOptions, *,
             if on_ready is not None:
                 on_ready(cluster)
             with trio.move_on_after(options.duration if options.duration is not None else math.inf):
-                await (stop or trio.Event()).wait()
+                await (stop if stop is not None else trio.Event()).wait()
             await cluster.shutdown()
             events.emit("lab", "run.end")
             nursery.cancel_scope.cancel()

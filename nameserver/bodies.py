@@ -185,6 +185,8 @@ def _peek_json(body: bytes, legacy: bool) -> RegisterBrokerBody | None:
     end = body.find(b"}", m.end())
     if end < 0:
         return None
+    if _DATA_VERSION_KEY.search(body, end) is not None:
+        return None  # a topic named "dataVersion": which match is the wrapper's is unclear
     try:
         data_version = data_version_from_wire(json.loads(body[m.end() - 1:end + 1]))
         filters = None

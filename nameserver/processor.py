@@ -47,7 +47,7 @@ class DefaultRequestProcessor:
         self.listener = listener or _no_listener
         # Encoded route bodies, reused until the tables or the KV config change.
         self._route_cache: dict[tuple, bytes | None] = {}
-        self._route_cache_key = (-1, -1)
+        self._route_cache_key: tuple = ()
         self._handlers = {
             RequestCode.PUT_KV_CONFIG: self.put_kv_config,
             RequestCode.GET_KV_CONFIG: self.get_kv_config,
@@ -117,7 +117,7 @@ class DefaultRequestProcessor:
         broker_id = request.require_int("brokerId")
         body = request.body
         crc = request.int_field("bodyCrc32", 0)
-        if crc and body and crc32(body) != crc:
+        if crc and crc32(body or b"") != crc:  # UtilAll.crc32(null) is 0: a crc without a body fails
             log.warning("receive registerBroker request, crc32 not match")
             return request.response(ResponseCode.SYSTEM_ERROR, "crc32 not match")
         legacy = request.version < V3_0_11
@@ -185,7 +185,8 @@ class DefaultRequestProcessor:
         return request.response(ResponseCode.SUCCESS, body=body)
 
     def _route_body(self, topic: str, serialize_type, standard: bool) -> bytes | None:
-        generation = (self.routes.generation, self.kv.generation)
+        # orderMessageEnable can be switched by UPDATE_NAMESRV_CONFIG and changes the body too.
+        generation = (self.routes.generation, self.kv.generation, self.config.orderMessageEnable)
         if generation != self._route_cache_key:
             self._route_cache.clear()
             self._route_cache_key = generation

@@ -123,13 +123,20 @@ class RouteInfoManager:
     ) -> RegisterBrokerResult:
         """Apply one REGISTER_BROKER. `topic_config_table` may be lazy: it is only read when the
         broker is a master whose dataVersion changed (or that registered for the first time)."""
+        broker_data = self.broker_addr_table.get(broker_name)
+        register_first = broker_data is None or broker_data.broker_addrs.get(broker_id) is None
+        topic_configs = None
+        if topic_config_table is not None and broker_id == MASTER_ID:
+            if register_first or self.is_broker_topic_config_changed(broker_addr, data_version):
+                # Read (for a lazy body: parse) the table before changing anything, so a body that
+                # fails to decode leaves the tables untouched, as RocketMQ decodes before registering.
+                topic_configs = list(topic_config_table.values())
+
         names = self.cluster_addr_table.setdefault(cluster_name, {})
         if broker_name not in names:
             names[broker_name] = None
             self.generation += 1
 
-        broker_data = self.broker_addr_table.get(broker_name)
-        register_first = broker_data is None
         if broker_data is None:
             broker_data = self.broker_addr_table[broker_name] = BrokerData(cluster_name, broker_name)
         addrs = broker_data.broker_addrs
@@ -137,19 +144,16 @@ class RouteInfoManager:
         for other_id in [i for i, a in addrs.items() if a == broker_addr and i != broker_id]:
             del addrs[other_id]
             self.generation += 1
-        old_addr = addrs.get(broker_id)
-        if old_addr != broker_addr:
+        if addrs.get(broker_id) != broker_addr:
             addrs[broker_id] = broker_addr
             self.generation += 1
-        register_first = register_first or old_addr is None
 
         topics_applied = False
-        if topic_config_table is not None and broker_id == MASTER_ID:
-            if register_first or self.is_broker_topic_config_changed(broker_addr, data_version):
-                for topic_config in topic_config_table.values():
-                    self._create_and_update_queue_data(broker_name, topic_config)
-                self.generation += 1
-                topics_applied = True
+        if topic_configs is not None:
+            for topic_config in topic_configs:
+                self._create_and_update_queue_data(broker_name, topic_config)
+            self.generation += 1
+            topics_applied = True
 
         previous = self.broker_live_table.get(broker_addr)
         self.broker_live_table[broker_addr] = BrokerLiveInfo(now, data_version, channel, ha_server_addr)

@@ -36,6 +36,7 @@ def _header_map(cmd: RemotingCommand) -> dict:
     header["opaque"] = cmd.opaque
     if cmd.remark is not None:
         header["remark"] = cmd.remark
+    header["version"] = cmd.version
     return header
 
 
@@ -43,7 +44,6 @@ def _encode_json(cmd: RemotingCommand) -> bytes:
     # fastjson's defaults: keys in alphabetical order, nulls omitted, UTF-8 as is, no spaces.
     header = _header_map(cmd)
     header["serializeTypeCurrentRPC"] = "JSON"
-    header["version"] = cmd.version
     return json.dumps(header, separators=(",", ":"), sort_keys=True, ensure_ascii=False).encode()
 
 
@@ -73,7 +73,7 @@ def decode_header(serialize_type: int, data: bytes) -> RemotingCommand:
     if serialize_type == SerializeType.JSON:
         try:
             header = json.loads(data)
-        except (ValueError, UnicodeDecodeError) as e:
+        except (ValueError, UnicodeDecodeError, RecursionError) as e:  # deep nesting recurses
             raise ProtocolError(f"undecodable JSON header: {e}") from None
         return _from_map(header, SerializeType.JSON)
     if serialize_type == SerializeType.ROCKETMQ:
@@ -125,7 +125,11 @@ def _normalise_ext(ext: dict) -> dict[str, str]:
         if value is None:
             continue
         if isinstance(value, (dict, list)):
-            value = json.dumps(value, separators=(",", ":"))
+            try:  # msgpack can nest bytes or bytes keys, which JSON cannot hold
+                value = json.dumps(value, separators=(",", ":"))
+            except (TypeError, ValueError, RecursionError) as e:
+                raise ProtocolError(
+                    f"header field 'extFields' entry {key!r} cannot be flattened: {e}") from None
         out[str(key)] = stringify(value)
     return out
 
