@@ -7,16 +7,23 @@ must outlive a node (broker stores) and turns every node's doings into event-log
 from __future__ import annotations
 
 import random
+import tempfile
 from pathlib import Path
 
 import trio
+from faker import Faker
 
 from chaos.network import Network
 from nameserver.config import NamesrvConfig
 from nameserver.server import NameServer
 
+from .broker import Broker
+from .clients.consumer import Consumer
+from .clients.instance import MQClientInstance
+from .clients.producer import Producer
 from .config import LabConfig
 from .events import EventLog
+from .store import MessageStore
 from .nstables import snapshot
 from .remoting import Node
 from .supervisor import NodeHandle, Supervisor
@@ -83,6 +90,66 @@ class Cluster:
             self._tables_key[name] = key
             self.events.emit(name, "ns.tables", **snapshot(routes))
 
+    def store(self, name: str) -> MessageStore:
+        """A broker's disk: the same object (simulated) or file (sockets) across kills and restarts."""
+        if name not in self.stores:
+            path = None
+            if self.sockets:
+                if self.run_dir is None:
+                    self.run_dir = Path(tempfile.mkdtemp(prefix=f"nslab-{self.seed}-"))
+                path = self.run_dir / f"{name}.store"
+            self.stores[name] = MessageStore(path)
+        return self.stores[name]
+
+    async def _run_broker(self, spec, task_status) -> None:
+        broker = Broker(self.node(spec.name), broker_name=spec.broker_name, broker_id=spec.broker_id,
+                        cluster_name=self.config.cluster.clusterName, namesrv_addrs=self.namesrv_addrs,
+                        store=self.store(spec.name), topics=self._broker_topics(spec.name),
+                        port=self.port(spec.port))
+        self.brokers[spec.name] = broker
+        await broker.run(task_status=task_status)
+
+    def _broker_topics(self, name: str) -> dict:
+        # The topic table is part of the broker's disk too: auto-created topics survive a restart.
+        return self.stores.setdefault(f"{name}:topics", dict(self.topology.topics))
+
+    async def _run_producer(self, name: str, task_status) -> None:
+        node = self.node(name)
+        fake = Faker()
+        fake.seed_instance(f"{self.seed}:{name}")
+        size = self.config.producer.messageSize
+
+        def payload(i: int) -> bytes:
+            return fake.text(max_nb_chars=max(size, 5)).encode()[:size]
+
+        async with trio.open_nursery() as nursery:
+            instance = MQClientInstance(node, self.namesrv_addrs, nursery)
+            producer = self.clients[name] = Producer(node, instance, list(self.topology.topics), payload=payload)
+            await producer.run(task_status=task_status)
+
+    async def _run_consumer(self, name: str, task_status) -> None:
+        node = self.node(name)
+        async with trio.open_nursery() as nursery:
+            instance = MQClientInstance(node, self.namesrv_addrs, nursery)
+            consumer = self.clients[name] = Consumer(node, instance, list(self.topology.topics))
+            await consumer.start()
+            task_status.started()
+            await trio.sleep_forever()
+
+    def _add_nodes(self) -> None:
+        add = self.supervisor.add
+        for name, port in self.topology.nameservers:
+            add(name, "nameserver", lambda task_status, name=name, port=port: self._run_nameserver(name, port, task_status))
+        for spec in self.topology.brokers:
+            add(spec.name, "broker", lambda task_status, spec=spec: self._run_broker(spec, task_status),
+                stop=lambda name=spec.name: self.brokers[name].shutdown())
+        for name in self.topology.consumers:
+            add(name, "consumer", lambda task_status, name=name: self._run_consumer(name, task_status),
+                stop=lambda name=name: self.clients[name].shutdown())
+        for name in self.topology.producers:
+            add(name, "producer", lambda task_status, name=name: self._run_producer(name, task_status),
+                stop=lambda name=name: self.clients[name].shutdown())
+
     # --- life cycle -------------------------------------------------------------------------------
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
@@ -90,10 +157,8 @@ class Cluster:
         cancelled."""
         async with trio.open_nursery() as nursery:
             self.supervisor = Supervisor(nursery, on_exit=self._on_node_exit)
-            for name, port in self.topology.nameservers:
-                self.supervisor.add(name, "nameserver",
-                                    lambda task_status, name=name, port=port: self._run_nameserver(name, port, task_status))
-            for name in self.supervisor.nodes:
+            self._add_nodes()
+            for name in self.supervisor.nodes:  # NameServers, brokers, consumers, producers
                 await self.supervisor.start(name)
             task_status.started(self.namesrv_addrs)
             await trio.sleep_forever()
