@@ -83,6 +83,10 @@ class ChannelTable:
             del self._connecting[address]
             done.set()
 
+    async def connect(self, address: str) -> None:
+        """Open the channel to `address` unless it is open; RemotingError when that fails."""
+        await self._get(address)
+
     async def invoke(self, address: str, request: RemotingCommand, timeout: float) -> RemotingCommand:
         """Call `address`, connecting first if needed; the connect counts against `timeout`."""
         deadline = trio.current_time() + timeout

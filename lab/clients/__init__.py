@@ -1,0 +1,22 @@
+"""RocketMQ-style clients (4.9.8 Java client behaviour): the routing every client shares, a producer
+and a clustering push consumer.
+
+Pure decision logic (no trio, `now` passed in):
+    namesrv      NameServer address sources and the sticky choice among them
+    route_cache  last good routes, route -> publish/subscribe queues, broker address lookup
+    selection    producer queue choice, retry policy, latency fault tolerance
+    rebalance    AllocateMessageQueueAveragely
+trio edges:
+    topaddr      the HTTP address server fetch
+    api          MQClientAPIImpl: the wire requests a client sends
+    instance     MQClientInstance: channels, route refresh, heartbeats, the periodic tasks
+    producer, consumer
+"""
+
+from .consumer import Consumer
+from .errors import MQBrokerError, MQClientError, NoRouteInfoError
+from .instance import MQClientInstance
+from .producer import Producer, SendStats
+
+__all__ = ["Consumer", "MQBrokerError", "MQClientError", "MQClientInstance", "NoRouteInfoError", "Producer",
+           "SendStats"]

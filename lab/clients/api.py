@@ -1,0 +1,190 @@
+"""MQClientAPIImpl and the NameServer half of NettyRemotingClient: every request a client sends,
+built and read per the wire protocol, over the node's ChannelTable.
+
+A call's timeout covers its connect, as invokeSync's does: a connect that eats the budget ends
+the call with a timeout. NameServer calls go to the chosen NameServer (namesrv.NamesrvSelector);
+when its channel is gone the next ones are tried in turn, and a change emits `client.ns_switch`.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import trio
+
+from lab.remoting import LAB_SERIALIZE_TYPE, ChannelTable, Node, request
+from nameserver import bodies
+from nameserver.client import RemotingError, RemotingTimeoutError
+from nameserver.protocol import RemotingCommand, RequestCode, ResponseCode
+from nameserver.routes import TopicRouteData
+
+from .errors import MQBrokerError, MQClientError, RemotingConnectError
+from .namesrv import NamesrvSelector
+from .route_cache import MessageQueue
+
+DEFAULT_TOPIC = "TBW102"  # the template a broker may auto-create an unknown topic from
+DEFAULT_TOPIC_QUEUE_NUMS = 4
+SEND_STATUS = {  # broker codes that still store the message
+    ResponseCode.SUCCESS: "SEND_OK",
+    ResponseCode.FLUSH_DISK_TIMEOUT: "FLUSH_DISK_TIMEOUT",
+    ResponseCode.FLUSH_SLAVE_TIMEOUT: "FLUSH_SLAVE_TIMEOUT",
+    ResponseCode.SLAVE_NOT_AVAILABLE: "SLAVE_NOT_AVAILABLE",
+}
+PULL_CODES = (ResponseCode.SUCCESS, ResponseCode.PULL_NOT_FOUND, ResponseCode.PULL_RETRY_IMMEDIATELY,
+              ResponseCode.PULL_OFFSET_MOVED)
+
+
+class SendResult(NamedTuple):
+    send_status: str
+    msg_id: str  # the client's UNIQ_KEY
+    offset_msg_id: str  # the broker's: store host + commit-log offset
+    message_queue: MessageQueue
+    queue_offset: int
+
+
+class PullResult(NamedTuple):
+    code: int  # one of PULL_CODES
+    next_begin_offset: int
+    min_offset: int
+    max_offset: int
+    suggest_which_broker_id: int
+    body: bytes | None
+
+
+def _body(response: RemotingCommand) -> object:
+    return bodies.load(response.body or b"", response.serialize_type)
+
+
+def _offset(response: RemotingCommand) -> int:
+    return response.require_int("offset")
+
+
+class MQClientAPI:
+    def __init__(self, node: Node, channels: ChannelTable, namesrv: NamesrvSelector):
+        self.node = node
+        self.channels = channels
+        self.namesrv = namesrv
+        self.namesrv_in_use: str | None = None  # the NameServer the last call went to
+        self._namesrv_lock = trio.Lock()
+
+    # --- channels ---------------------------------------------------------------------------------
+
+    async def _connect(self, addr: str) -> None:
+        try:
+            await self.channels.connect(addr)
+        except RemotingError as e:
+            raise RemotingConnectError(str(e)) from None
+
+    async def _namesrv_channel(self) -> str:
+        """getAndCreateNameserverChannel: the chosen NameServer while its channel is open, else
+        the first of the others (in turn) that connects."""
+        async with self._namesrv_lock:
+            if self.namesrv.is_sticky(self.channels.is_connected):
+                return self.namesrv.chosen
+            if not self.namesrv.addr_list:
+                raise RemotingConnectError("no NameServer address: set namesrvAddr or NAMESRV_ADDR, "
+                                           "or check the address server")
+            previous, skipped = self.namesrv_in_use, []
+            for addr in self.namesrv.candidates():
+                try:
+                    await self._connect(addr)
+                except RemotingConnectError:
+                    skipped.append(addr)
+                    continue
+                if addr != previous:
+                    reason = ("start" if previous is None
+                              else "channel_closed" if previous in self.namesrv.addr_list
+                              else "address_list_changed")
+                    self.node.emit("client.ns_switch", **{"from": previous, "to": addr, "reason": reason,
+                                                          "skipped": skipped})
+                self.namesrv_in_use = addr
+                return addr
+            raise RemotingConnectError(f"cannot reach any NameServer of {self.namesrv.addr_list}")
+
+    async def invoke(self, addr: str | None, command: RemotingCommand, timeout: float) -> RemotingCommand:
+        """addr None: the chosen NameServer."""
+        begin = trio.current_time()
+        if addr is None:
+            addr = await self._namesrv_channel()
+        else:
+            await self._connect(addr)
+        left = timeout - (trio.current_time() - begin)
+        if left <= 0:
+            raise RemotingTimeoutError(f"invokeSync call timeout: connecting to {addr} took the whole {timeout:g} s")
+        return await self.channels.invoke(addr, command, left)
+
+    async def _call(self, addr: str | None, code: int, fields: dict | None, timeout: float, read=None, *,
+                    body: bytes | None = None, ok: tuple[int, ...] = (ResponseCode.SUCCESS,)):
+        """The reply read by `read(response)`; MQBrokerError for a code not in `ok`,
+        MQClientError for a reply that lacks what it should carry."""
+        response = await self.invoke(addr, request(code, fields, body), timeout)
+        if response.code not in ok:
+            raise MQBrokerError(response.code, response.remark)
+        if read is None:
+            return None
+        try:
+            return read(response)
+        except (ValueError, KeyError, TypeError) as e:  # HeaderError, BodyError, a body of the wrong shape
+            raise MQClientError(f"bad reply to request {code} from {addr or 'the NameServer'}: {e}") from None
+
+    async def invoke_oneway(self, addr: str, code: int, fields: dict) -> None:
+        await self._connect(addr)
+        await self.channels.invoke_oneway(addr, request(code, fields, oneway=True))
+
+    # --- NameServer -------------------------------------------------------------------------------
+
+    async def get_topic_route_info_from_name_server(self, topic: str, timeout: float) -> TopicRouteData:
+        """MQBrokerError(17) when the NameServer knows no route; RemotingError when none answers."""
+        return await self._call(None, RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic}, timeout,
+                                lambda r: bodies.route_from_wire(_body(r)))
+
+    # --- broker: producer -------------------------------------------------------------------------
+
+    async def send_message(self, addr: str, mq: MessageQueue, producer_group: str, body: bytes,
+                           properties: str, born_timestamp: int, msg_id: str, timeout: float) -> SendResult:
+        """SEND_MESSAGE_V2 with its short keys."""
+        fields = {
+            "a": producer_group, "b": mq.topic, "c": DEFAULT_TOPIC, "d": DEFAULT_TOPIC_QUEUE_NUMS,
+            "e": mq.queue_id, "f": 0, "g": born_timestamp, "h": 0, "i": properties, "j": 0,
+            "k": False, "m": False, "n": mq.broker_name,
+        }
+        return await self._call(addr, RequestCode.SEND_MESSAGE_V2, fields, timeout, lambda r: SendResult(
+            SEND_STATUS[r.code], msg_id, r.require("msgId"), mq._replace(queue_id=r.require_int("queueId")),
+            r.require_int("queueOffset")), body=body, ok=tuple(SEND_STATUS))
+
+    # --- broker: consumer -------------------------------------------------------------------------
+
+    async def pull_message(self, addr: str, fields: dict, timeout: float) -> PullResult:
+        return await self._call(addr, RequestCode.PULL_MESSAGE, fields, timeout, lambda r: PullResult(
+            r.code, r.require_int("nextBeginOffset"), r.require_int("minOffset"), r.require_int("maxOffset"),
+            r.require_int("suggestWhichBrokerId"), r.body), ok=PULL_CODES)
+
+    async def get_consumer_id_list_by_group(self, addr: str, consumer_group: str, timeout: float) -> list[str]:
+        return await self._call(addr, RequestCode.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": consumer_group},
+                                timeout, lambda r: [str(c) for c in _body(r)["consumerIdList"]])
+
+    async def query_consumer_offset(self, addr: str, group: str, mq: MessageQueue, timeout: float) -> int:
+        """MQBrokerError (22 QUERY_NOT_FOUND, say) when the broker has no offset for it."""
+        return await self._call(addr, RequestCode.QUERY_CONSUMER_OFFSET, {
+            "consumerGroup": group, "topic": mq.topic, "queueId": mq.queue_id, "bname": mq.broker_name},
+            timeout, _offset)
+
+    async def get_max_offset(self, addr: str, mq: MessageQueue, timeout: float) -> int:
+        return await self._call(addr, RequestCode.GET_MAX_OFFSET, {
+            "topic": mq.topic, "queueId": mq.queue_id, "bname": mq.broker_name}, timeout, _offset)
+
+    async def update_consumer_offset_oneway(self, addr: str, group: str, mq: MessageQueue, offset: int) -> None:
+        await self.invoke_oneway(addr, RequestCode.UPDATE_CONSUMER_OFFSET, {
+            "consumerGroup": group, "topic": mq.topic, "queueId": mq.queue_id, "commitOffset": offset,
+            "bname": mq.broker_name})
+
+    # --- broker: both -----------------------------------------------------------------------------
+
+    async def send_heartbeat(self, addr: str, heartbeat_data: dict, timeout: float) -> None:
+        await self._call(addr, RequestCode.HEART_BEAT, None, timeout,
+                         body=bodies.dump(heartbeat_data, LAB_SERIALIZE_TYPE))
+
+    async def unregister_client(self, addr: str, client_id: str, producer_group: str | None,
+                                consumer_group: str | None, timeout: float) -> None:
+        await self._call(addr, RequestCode.UNREGISTER_CLIENT, {
+            "clientID": client_id, "producerGroup": producer_group, "consumerGroup": consumer_group}, timeout)

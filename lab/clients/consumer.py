@@ -1,0 +1,268 @@
+"""A clustering push consumer (DefaultMQPushConsumerImpl, RebalancePushImpl, PullAPIWrapper,
+RemoteBrokerOffsetStore — 4.9.8), consuming every message as it arrives.
+
+The group splits each topic's queues (rebalance.allocate_averagely over the consumer ids one broker
+reports) every rebalanceInterval and whenever a broker says the group changed. Each assigned queue
+has one pull loop: long polling, from the broker id the last reply suggested, from a slave when
+the master is gone. Offsets live in memory and go to the broker oneway every
+persistConsumerOffsetInterval, and when a queue moves to another member.
+
+Events: `consumer.rebalance` when a topic's assignment changes, `consumer.consume` per message,
+`consumer.offset_moved` when a broker says the offset is out of range.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import trio
+
+from lab.message import MessageFormatError, decode_messages, offset_msg_id
+from lab.remoting import Node
+from nameserver.client import RemotingError
+from nameserver.protocol import ResponseCode
+from nameserver.routes import MASTER_ID, TopicRouteData
+
+from .api import PullResult
+from .errors import MQBrokerError, MQClientError
+from .instance import MQClientInstance
+from .rebalance import allocate_averagely
+from .route_cache import MessageQueue, subscribe_queues
+
+log = logging.getLogger("lab.clients")
+
+# PullSysFlag
+FLAG_COMMIT_OFFSET = 1
+FLAG_SUSPEND = 2
+
+CONSUMER_TIMEOUT_WHEN_SUSPEND = 30.0  # s: the pull RPC outlives the broker's 15 s hold
+OFFSET_RPC_TIMEOUT = 5.0  # s: offset queries (RemoteBrokerOffsetStore)
+MAX_OFFSET_TIMEOUT = 6.0  # s: MQAdminImpl
+OFFSET_MOVED_DELAY = 10.0  # s: before an out-of-range queue takes the broker's offset
+CONSUME_FROM = ("CONSUME_FROM_LAST_OFFSET", "CONSUME_FROM_FIRST_OFFSET")
+
+
+class RemoteBrokerOffsetStore:
+    """The consumer's offsets, in memory; the broker keeps the persisted copy."""
+
+    def __init__(self):
+        self.offset_table: dict[MessageQueue, int] = {}
+
+    def update_offset(self, mq: MessageQueue, offset: int, increase_only: bool) -> None:
+        if not increase_only or offset > self.offset_table.get(mq, -1):
+            self.offset_table[mq] = offset
+
+    def read_offset(self, mq: MessageQueue) -> int:
+        return self.offset_table.get(mq, -1)
+
+    def remove_offset(self, mq: MessageQueue) -> None:
+        self.offset_table.pop(mq, None)
+
+
+class Consumer:
+    def __init__(self, node: Node, instance: MQClientInstance, topics: list[str]):
+        self.node = node
+        self.instance = instance
+        self.config = node.config.consumer
+        if self.config.consumeFromWhere not in CONSUME_FROM:
+            raise MQClientError(f"consumeFromWhere {self.config.consumeFromWhere!r} is not supported "
+                                f"(use {' or '.join(CONSUME_FROM)})")
+        self.consumer_group = self.config.consumerGroup
+        self.topics = topics
+        sub_version = int(node.now() * 1000)
+        self.sub_versions = {topic: sub_version for topic in topics}
+        self.topic_subscribe_info_table: dict[str, list[MessageQueue]] = {}
+        self.process_queue_table: dict[MessageQueue, trio.CancelScope] = {}  # one pull loop each
+        self.pull_from_which_node_table: dict[MessageQueue, int] = {}
+        self.offset_store = RemoteBrokerOffsetStore()
+        self.consumed = 0
+
+    # --- life cycle -------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        self.instance.consumers.append(self)
+        await self.instance.start(self.topics)
+        await self.instance.send_heartbeat_to_all_broker()
+        self.instance.rebalance_immediately()
+
+    async def shutdown(self) -> None:
+        """Stop pulling, persist every offset, leave the group (its brokers tell the others)."""
+        self.instance.consumers.remove(self)
+        for scope in self.process_queue_table.values():
+            scope.cancel()
+        await self.persist_consumer_offset()
+        self.process_queue_table.clear()
+        await self.instance.unregister_client(None, self.consumer_group)
+        self.instance.shutdown()
+
+    def consumer_data(self) -> dict:
+        """This consumer in a HEART_BEAT body."""
+        return {
+            "groupName": self.consumer_group, "consumeType": "CONSUME_PASSIVELY",
+            "messageModel": "CLUSTERING", "consumeFromWhere": self.config.consumeFromWhere,
+            "unitMode": False,
+            "subscriptionDataSet": [
+                {"classFilterMode": False, "codeSet": [], "expressionType": "TAG", "subString": "*",
+                 "subVersion": version, "tagsSet": [], "topic": topic}
+                for topic, version in self.sub_versions.items()],
+        }
+
+    # --- routes -------------------------------------------------------------------------------------
+
+    def needs_route(self, topic: str) -> bool:
+        return topic in self.sub_versions and topic not in self.topic_subscribe_info_table
+
+    def on_route_changed(self, topic: str, route: TopicRouteData) -> None:
+        if topic in self.sub_versions:
+            self.topic_subscribe_info_table[topic] = subscribe_queues(topic, route)
+
+    # --- rebalance ------------------------------------------------------------------------------------
+
+    async def do_rebalance(self) -> None:
+        for topic in self.topics:
+            await self.rebalance_by_topic(topic)
+
+    async def rebalance_by_topic(self, topic: str) -> None:
+        """Without the queues or the member list, the assignment stays as it is."""
+        mq_set = self.topic_subscribe_info_table.get(topic)
+        cid_all = await self.instance.find_consumer_id_list(topic, self.consumer_group)
+        if not mq_set or not cid_all:
+            return
+        allocated = allocate_averagely(self.instance.client_id, mq_set, cid_all)
+        if await self.update_process_queue_table(topic, allocated):
+            self.node.emit("consumer.rebalance", topic=topic, queues=[str(mq) for mq in allocated],
+                           consumers=len(cid_all))
+
+    async def update_process_queue_table(self, topic: str, allocated: list[MessageQueue]) -> bool:
+        changed = False
+        for mq in [mq for mq in self.process_queue_table if mq.topic == topic and mq not in allocated]:
+            self.process_queue_table.pop(mq).cancel()
+            await self.persist(mq)  # so the next owner starts where this one stopped
+            self.offset_store.remove_offset(mq)
+            changed = True
+        for mq in allocated:
+            if mq in self.process_queue_table:
+                continue
+            self.offset_store.remove_offset(mq)
+            next_offset = await self.compute_pull_from_where(mq)
+            if next_offset < 0:
+                continue  # no offset now: the next rebalance tries again
+            scope = self.process_queue_table[mq] = trio.CancelScope()
+            self.instance.nursery.start_soon(self._pull_loop, mq, next_offset, scope)
+            changed = True
+        return changed
+
+    # --- offsets --------------------------------------------------------------------------------------
+
+    async def _offset_broker(self, mq: MessageQueue) -> str:
+        """Offsets belong to the master; with it gone (after a route refresh) any broker of the name."""
+        found = await self.instance.find_broker_address_in_subscribe(mq, MASTER_ID, True)
+        if found is None:
+            raise MQClientError(f"The broker[{mq.broker_name}] not exist")
+        return found.broker_addr
+
+    async def compute_pull_from_where(self, mq: MessageQueue) -> int:
+        """The broker's stored offset; with none (the broker says so), consumeFromWhere decides:
+        the queue's max offset or 0. -1 when the brokers cannot be asked."""
+        api = self.instance.api
+        try:
+            return await api.query_consumer_offset(await self._offset_broker(mq), self.consumer_group,
+                                                   mq, OFFSET_RPC_TIMEOUT)
+        except MQBrokerError:
+            pass  # no offset stored for this group and queue
+        except (RemotingError, MQClientError) as e:
+            log.info("%s: offset of %s unknown: %s", self.instance.client_id, mq, e)
+            return -1
+        if self.config.consumeFromWhere == "CONSUME_FROM_FIRST_OFFSET":
+            return 0
+        addr = self.instance.route_cache.find_broker_address_in_publish(mq.broker_name)
+        if addr is None:
+            return -1
+        try:
+            return await api.get_max_offset(addr, mq, MAX_OFFSET_TIMEOUT)
+        except (RemotingError, MQClientError, MQBrokerError) as e:
+            log.info("%s: max offset of %s unknown: %s", self.instance.client_id, mq, e)
+            return -1
+
+    async def persist(self, mq: MessageQueue) -> None:
+        offset = self.offset_store.offset_table.get(mq)
+        if offset is None:
+            return
+        try:
+            await self.instance.api.update_consumer_offset_oneway(
+                await self._offset_broker(mq), self.consumer_group, mq, offset)
+        except (RemotingError, MQClientError) as e:
+            log.info("%s: persisting the offset of %s failed: %s", self.instance.client_id, mq, e)
+
+    async def persist_consumer_offset(self) -> None:
+        """persistAll: the offsets of assigned queues go to the broker; the others are forgotten."""
+        for mq in list(self.offset_store.offset_table):
+            if mq in self.process_queue_table:
+                await self.persist(mq)
+            else:
+                self.offset_store.remove_offset(mq)
+
+    # --- pulling --------------------------------------------------------------------------------------
+
+    async def _pull_loop(self, mq: MessageQueue, offset: int, scope: trio.CancelScope) -> None:
+        delay = self.config.pullTimeDelayMillsWhenException
+        with scope:
+            while True:
+                try:
+                    result = await self._pull_kernel_impl(mq, offset)
+                except (RemotingError, MQClientError, MQBrokerError) as e:
+                    log.info("%s: pull %s failed: %s", self.instance.client_id, mq, e)
+                    await trio.sleep(delay)
+                    continue
+                if scope.cancel_called:
+                    return  # the queue went to another member while the pull was out
+                self.pull_from_which_node_table[mq] = result.suggest_which_broker_id
+                if result.code == ResponseCode.SUCCESS:
+                    try:
+                        self._consume(mq, result)
+                    except MessageFormatError as e:
+                        log.warning("%s: undecodable pull body from %s: %s", self.instance.client_id, mq, e)
+                        await trio.sleep(delay)
+                        continue
+                elif result.code == ResponseCode.PULL_OFFSET_MOVED:
+                    await self._offset_moved(mq, offset, result.next_begin_offset, scope)
+                    return
+                # Everything below nextBeginOffset is consumed (or filtered out): that is the offset.
+                offset = result.next_begin_offset
+                self.offset_store.update_offset(mq, offset, increase_only=True)
+
+    async def _pull_kernel_impl(self, mq: MessageQueue, offset: int) -> PullResult:
+        found = await self.instance.find_broker_address_in_subscribe(
+            mq, self.pull_from_which_node_table.get(mq, MASTER_ID), False)
+        if found is None:
+            raise MQClientError(f"The broker[{mq.broker_name}] not exist")
+        commit_offset = self.offset_store.read_offset(mq)
+        # A slave does not store consumer offsets: the commit rides along to masters only.
+        commit = FLAG_COMMIT_OFFSET if commit_offset > 0 and not found.slave else 0
+        return await self.instance.api.pull_message(found.broker_addr, {
+            "consumerGroup": self.consumer_group, "topic": mq.topic, "queueId": mq.queue_id,
+            "queueOffset": offset, "maxMsgNums": self.config.pullBatchSize,
+            "sysFlag": FLAG_SUSPEND | commit, "commitOffset": commit_offset,
+            "suspendTimeoutMillis": round(self.config.brokerSuspendMaxTimeMillis * 1000),
+            "subVersion": self.sub_versions[mq.topic], "expressionType": "TAG", "bname": mq.broker_name,
+        }, CONSUMER_TIMEOUT_WHEN_SUSPEND)
+
+    def _consume(self, mq: MessageQueue, result: PullResult) -> None:
+        """Hand every message on: here, to the event log."""
+        for msg in decode_messages(result.body or b""):
+            msg_id = msg.properties.get("UNIQ_KEY") or offset_msg_id(msg.store_host, msg.commit_log_offset)
+            self.node.emit("consumer.consume", msg_id=msg_id, topic=mq.topic, broker=mq.broker_name,
+                           queue=mq.queue_id, offset=msg.queue_offset)
+            self.consumed += 1
+
+    async def _offset_moved(self, mq: MessageQueue, offset: int, next_begin_offset: int,
+                            scope: trio.CancelScope) -> None:
+        """OFFSET_ILLEGAL: after a pause, take the broker's offset, persist it and drop the queue;
+        the next rebalance picks it up again from there."""
+        self.node.emit("consumer.offset_moved", topic=mq.topic, broker=mq.broker_name, queue=mq.queue_id,
+                       offset=offset, next_offset=next_begin_offset)
+        await trio.sleep(OFFSET_MOVED_DELAY)
+        self.offset_store.update_offset(mq, next_begin_offset, increase_only=False)
+        await self.persist(mq)
+        if self.process_queue_table.get(mq) is scope:
+            del self.process_queue_table[mq]

@@ -1,0 +1,246 @@
+"""MQClientInstance: what every producer and consumer of one client shares — the channels, the
+NameServer choice, the route cache, heartbeats to brokers and the periodic tasks (4.9.8):
+
+    fetch NameServer addresses   10 s, then every 2 min (only when they come from the address server)
+    route poll, every used topic 10 ms, then every pollNameServerInterval (30 s)
+    clean offline brokers + heartbeat   1 s, then every heartbeatBrokerInterval (30 s)
+    persist consumer offsets     10 s, then every persistConsumerOffsetInterval (5 s)
+    rebalance                    every rebalanceInterval (20 s), at once on NOTIFY_CONSUMER_IDS_CHANGED
+
+Every route fetch emits `client.route`; the cached route survives any failed fetch, so a running
+client keeps working while every NameServer is down — but a new one cannot start.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+import trio
+
+from lab.remoting import ChannelTable, Node
+from nameserver.client import RemotingError
+from nameserver.protocol import RemotingCommand, RequestCode
+from nameserver.routes import MASTER_ID, TopicRouteData
+
+from .api import MQClientAPI
+from .errors import MQBrokerError, MQClientError, NoRouteInfoError, code_name
+from .namesrv import NamesrvSelector, namesrv_source
+from .route_cache import FindBrokerResult, MessageQueue, RouteCache
+from .topaddr import fetch_namesrv_addr
+
+if TYPE_CHECKING:
+    from .consumer import Consumer
+    from .producer import Producer
+
+log = logging.getLogger("lab.clients")
+
+CLIENT_IP = "127.0.0.1"
+CLIENT_INNER_PRODUCER_GROUP = "CLIENT_INNER_PRODUCER"
+FETCH_NAMESRV_ADDR_DELAY, FETCH_NAMESRV_ADDR_PERIOD = 10.0, 120.0
+POLL_NAMESERVER_DELAY = 0.01
+HEARTBEAT_DELAY = 1.0
+PERSIST_OFFSET_DELAY = 10.0
+
+ClientFailure = (RemotingError, MQClientError, MQBrokerError)
+
+
+class MQClientInstance:
+    def __init__(self, node: Node, namesrv_addrs: str | list[str] | None, nursery: trio.Nursery, *,
+                 properties: Mapping[str, str] | None = None, env: Mapping[str, str] | None = None):
+        """namesrv_addrs: 'a:9876;b:9876', a list, or None to look at `properties`
+        (rocketmq.namesrv.addr, rocketmq.namesrv.domain), then NAMESRV_ADDR in `env` (default:
+        the process environment), then the HTTP address server."""
+        self.node = node
+        self.config = node.config.client
+        self.client_id = f"{CLIENT_IP}@{node.name}"
+        self.nursery = nursery
+        self.source = namesrv_source(namesrv_addrs, properties=properties,
+                                     env=os.environ if env is None else env)
+        self.channels = ChannelTable(node, nursery, connect_timeout=self.config.connectTimeoutMillis,
+                                     on_request=self._process_request)
+        namesrv = NamesrvSelector(node.rng)
+        namesrv.update_addr_list(self.source.addrs)
+        self.api = MQClientAPI(node, self.channels, namesrv)
+        self.route_cache = RouteCache()
+        # Members: each says whether it lacks a topic's route and takes every changed route.
+        self.producers: list[Producer] = []
+        self.consumers: list[Consumer] = []
+        self.topics_in_use: dict[str, None] = {}  # an ordered set
+        self._rebalance_wakeup = trio.Event()
+        self._services: trio.CancelScope | None = None
+
+    # --- life cycle -------------------------------------------------------------------------------
+
+    async def start(self, topics: list[str]) -> None:
+        """Fetch the routes of `topics` and start the periodic tasks (once per instance).
+
+        Fails (MQClientError) when no NameServer can be reached and a topic has no cached route:
+        a client cannot start while every NameServer is down. A NameServer that answers
+        TOPIC_NOT_EXIST does not stop the start; the route poll keeps asking."""
+        if self._services is None and self.source.ws_addr:
+            await self.fetch_name_server_addr()
+        for topic in topics:
+            route, failure = await self._refresh(topic)
+            if route is None and isinstance(failure, RemotingError):
+                raise MQClientError(f"{self.client_id} cannot start: {NoRouteInfoError(topic, str(failure))}")
+        if self._services is None:
+            self._services = trio.CancelScope()
+            self.nursery.start_soon(self._run_services)
+
+    async def _run_services(self) -> None:
+        c = self.config
+        with self._services:
+            async with trio.open_nursery() as nursery:
+                if self.source.ws_addr:
+                    nursery.start_soon(self._every, FETCH_NAMESRV_ADDR_DELAY, FETCH_NAMESRV_ADDR_PERIOD,
+                                       self.fetch_name_server_addr)
+                nursery.start_soon(self._every, POLL_NAMESERVER_DELAY, c.pollNameServerInterval,
+                                   self.update_topic_route_info_from_name_server_all)
+                nursery.start_soon(self._every, HEARTBEAT_DELAY, c.heartbeatBrokerInterval,
+                                   self.send_heartbeat_to_all_broker)
+                nursery.start_soon(self._every, PERSIST_OFFSET_DELAY, c.persistConsumerOffsetInterval,
+                                   self.persist_all_consumer_offset)
+                nursery.start_soon(self._rebalance_service)
+
+    @staticmethod
+    async def _every(delay: float, period: float, task) -> None:
+        """At a fixed rate; a run that overruns its period delays the next rather than bunching."""
+        next_run = trio.current_time() + delay
+        while True:
+            await trio.sleep_until(next_run)
+            await task()
+            next_run = max(next_run + period, trio.current_time())
+
+    def shutdown(self) -> None:
+        """Stop the periodic tasks and close every channel, once no producer or consumer is left."""
+        if self.producers or self.consumers:
+            return
+        if self._services is not None:
+            self._services.cancel()
+        self.channels.close_all()
+
+    # --- NameServer addresses and routes ------------------------------------------------------------
+
+    async def fetch_name_server_addr(self) -> None:
+        addrs = await fetch_namesrv_addr(self.node, self.source.ws_addr, self.config.mqClientApiTimeout)
+        if addrs and self.api.namesrv.update_addr_list(addrs):
+            self.node.emit("client.ns_list", addrs=addrs, url=self.source.ws_addr)
+
+    async def _refresh(self, topic: str) -> tuple[TopicRouteData | None, Exception | None]:
+        """Ask the chosen NameServer for the route; (the route now in use, the failure if any)."""
+        self.topics_in_use[topic] = None
+        try:
+            fetched = await self.api.get_topic_route_info_from_name_server(topic, self.config.mqClientApiTimeout)
+        except ClientFailure as failure:
+            cached = self.route_cache.topic_route_table.get(topic)
+            outcome = ({"code": failure.code} if isinstance(failure, MQBrokerError) else {"error": str(failure)})
+            self.node.emit("client.route", topic=topic, source="cache" if cached else None,
+                           ns=self.api.namesrv.chosen, ok=False, **outcome)
+            return cached, failure
+        changed = self.route_cache.update(topic, fetched)
+        members = self.producers + self.consumers
+        if changed or any(m.needs_route(topic) for m in members):
+            for member in members:
+                member.on_route_changed(topic, fetched)
+        self.node.emit("client.route", topic=topic, source="nameserver", ns=self.api.namesrv.chosen,
+                       ok=True, code=0, changed=changed)
+        return fetched, None
+
+    async def update_topic_route_info_from_name_server(self, topic: str) -> TopicRouteData:
+        """The fresh route, else the cached one; NoRouteInfoError when there is neither."""
+        route, failure = await self._refresh(topic)
+        if route is None:
+            reason = (f"{code_name(failure.code)} from NameServer {self.api.namesrv.chosen}"
+                      if isinstance(failure, MQBrokerError) else str(failure))
+            raise NoRouteInfoError(topic, reason) from failure
+        return route
+
+    async def update_topic_route_info_from_name_server_all(self) -> None:
+        for topic in list(self.topics_in_use):
+            _, failure = await self._refresh(topic)
+            if isinstance(failure, RemotingError):
+                break  # as 4.9.8: a remoting error ends this round; the next poll starts over
+
+    async def find_broker_address_in_subscribe(self, mq: MessageQueue, broker_id: int,
+                                               only_this_broker: bool) -> FindBrokerResult | None:
+        """From the cache; failing that, refresh the route and accept any of the broker's addresses."""
+        found = self.route_cache.find_broker_address_in_subscribe(mq.broker_name, broker_id, only_this_broker)
+        if found is None:
+            try:
+                await self.update_topic_route_info_from_name_server(mq.topic)
+            except NoRouteInfoError:
+                return None
+            found = self.route_cache.find_broker_address_in_subscribe(mq.broker_name, broker_id, False)
+        return found
+
+    # --- brokers ------------------------------------------------------------------------------------
+
+    def _broker_addrs(self, masters_only: bool) -> list[str]:
+        return [addr for addrs in self.route_cache.broker_addr_table.values()
+                for broker_id, addr in sorted(addrs.items())
+                if broker_id == MASTER_ID or not masters_only]
+
+    async def send_heartbeat_to_all_broker(self) -> None:
+        """Every broker the cache knows — only masters when there is no consumer."""
+        self.route_cache.clean_offline_broker()
+        heartbeat_data = {
+            "clientID": self.client_id,
+            "consumerDataSet": [c.consumer_data() for c in self.consumers],
+            "producerDataSet": [{"groupName": p.producer_group} for p in self.producers]
+            + [{"groupName": CLIENT_INNER_PRODUCER_GROUP}],
+        }
+        for addr in self._broker_addrs(masters_only=not self.consumers):
+            try:
+                await self.api.send_heartbeat(addr, heartbeat_data, self.config.mqClientApiTimeout)
+            except ClientFailure as e:
+                log.info("%s: heartbeat to %s failed: %s", self.client_id, addr, e)
+
+    async def unregister_client(self, producer_group: str | None, consumer_group: str | None) -> None:
+        for addr in self._broker_addrs(masters_only=False):
+            try:
+                await self.api.unregister_client(addr, self.client_id, producer_group, consumer_group,
+                                                 self.config.mqClientApiTimeout)
+            except ClientFailure as e:
+                log.info("%s: unregister at %s failed: %s", self.client_id, addr, e)
+
+    async def find_consumer_id_list(self, topic: str, group: str) -> list[str] | None:
+        """The group's members as one broker of the topic sees them; None when none answers."""
+        addr = self.route_cache.find_broker_addr_by_topic(topic, self.node.rng)
+        if addr is None:
+            try:
+                await self.update_topic_route_info_from_name_server(topic)
+            except NoRouteInfoError:
+                return None
+            addr = self.route_cache.find_broker_addr_by_topic(topic, self.node.rng)
+        if addr is None:
+            return None
+        try:
+            return await self.api.get_consumer_id_list_by_group(addr, group, self.config.mqClientApiTimeout)
+        except ClientFailure as e:
+            log.info("%s: consumer list of %s from %s failed: %s", self.client_id, group, addr, e)
+            return None
+
+    # --- consumers ------------------------------------------------------------------------------------
+
+    def _process_request(self, command: RemotingCommand) -> None:
+        """Requests brokers send to the client; only NOTIFY_CONSUMER_IDS_CHANGED matters here."""
+        if command.code == RequestCode.NOTIFY_CONSUMER_IDS_CHANGED:
+            self.rebalance_immediately()
+
+    def rebalance_immediately(self) -> None:
+        self._rebalance_wakeup.set()
+
+    async def _rebalance_service(self) -> None:
+        while True:
+            with trio.move_on_after(self.node.config.consumer.rebalanceInterval):
+                await self._rebalance_wakeup.wait()
+            self._rebalance_wakeup = trio.Event()
+            for consumer in self.consumers:
+                await consumer.do_rebalance()
+
+    async def persist_all_consumer_offset(self) -> None:
+        for consumer in self.consumers:
+            await consumer.persist_consumer_offset()

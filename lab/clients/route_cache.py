@@ -1,0 +1,150 @@
+"""What a client keeps of the routes it fetched, and what it derives from them (MQClientInstance's
+topicRouteTable and brokerAddrTable, topicRouteData2TopicPublishInfo / ...SubscribeInfo). Pure.
+
+The cache holds the last good route per topic: only a successful fetch replaces it. A NameServer
+that answers TOPIC_NOT_EXIST, fails or does not answer leaves it alone, which is what keeps a
+running client working while every NameServer is down.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import NamedTuple
+
+from nameserver.protocol.codes import PERM_READ, PERM_WRITE
+from nameserver.routes import MASTER_ID, TopicRouteData
+
+from .errors import NoRouteInfoError
+
+
+class MessageQueue(NamedTuple):
+    """Ordered as Java's compareTo: topic, broker name, queue id."""
+
+    topic: str
+    broker_name: str
+    queue_id: int
+
+    def __str__(self) -> str:
+        return f"{self.broker_name}:{self.queue_id}"
+
+
+class FindBrokerResult(NamedTuple):
+    broker_addr: str
+    slave: bool
+
+
+def publish_queues(topic: str, route: TopicRouteData) -> list[MessageQueue]:
+    """orderTopicConf 'broker:n;broker:n' when set; otherwise the write queues of every writable
+    QueueData (sorted by broker name) whose broker has a master — a slave alone takes no sends."""
+    if route.order_topic_conf:
+        queues = []
+        for item in route.order_topic_conf.split(";"):
+            broker_name, _, nums = item.partition(":")
+            queues += [MessageQueue(topic, broker_name, i) for i in range(int(nums))]
+        return queues
+    masters = {bd.broker_name for bd in route.broker_datas if MASTER_ID in bd.broker_addrs}
+    return [
+        MessageQueue(topic, qd.broker_name, i)
+        for qd in sorted(route.queue_datas)
+        if qd.perm & PERM_WRITE and qd.broker_name in masters
+        for i in range(qd.write_queue_nums)
+    ]
+
+
+def subscribe_queues(topic: str, route: TopicRouteData) -> list[MessageQueue]:
+    """The read queues of every readable QueueData, master or not (a slave can serve pulls)."""
+    return sorted(
+        MessageQueue(topic, qd.broker_name, i)
+        for qd in route.queue_datas if qd.perm & PERM_READ
+        for i in range(qd.read_queue_nums)
+    )
+
+
+class TopicPublishInfo:
+    """A producer's view of one topic. The queue list is its own copy: the latency fault strategy
+    may rewrite an entry, and the rewrite lasts until the route changes (as in 4.9.8)."""
+
+    def __init__(self, topic: str, route: TopicRouteData):
+        self.topic = topic
+        self.topic_route_data = route
+        self.order_topic = bool(route.order_topic_conf)
+        self.message_queue_list = publish_queues(topic, route)
+
+    def ok(self) -> bool:
+        return bool(self.message_queue_list)
+
+    def get_queue_id_by_broker(self, broker_name: str) -> int:
+        """The broker's write queue count for this topic, -1 when it has none."""
+        for qd in self.topic_route_data.queue_datas:
+            if qd.broker_name == broker_name:
+                return qd.write_queue_nums
+        return -1
+
+
+def _sorted(route: TopicRouteData) -> tuple:
+    return (sorted(route.queue_datas),
+            sorted((bd.broker_name, bd.cluster, sorted(bd.broker_addrs.items())) for bd in route.broker_datas),
+            route.order_topic_conf, route.filter_server_table)
+
+
+class RouteCache:
+    def __init__(self):
+        self.topic_route_table: dict[str, TopicRouteData] = {}
+        self.broker_addr_table: dict[str, dict[int, str]] = {}  # broker name -> {broker id -> address}
+
+    def update(self, topic: str, route: TopicRouteData) -> bool:
+        """A successful fetch: cache it; True when it differs from the cached one."""
+        old = self.topic_route_table.get(topic)
+        if old is not None and _sorted(old) == _sorted(route):
+            return False
+        self.topic_route_table[topic] = route
+        for bd in route.broker_datas:
+            self.broker_addr_table[bd.broker_name] = dict(bd.broker_addrs)
+        return True
+
+    def route(self, topic: str, reason: str | None = None) -> TopicRouteData:
+        """The last good route; NoRouteInfoError (with `reason`) when there never was one."""
+        route = self.topic_route_table.get(topic)
+        if route is None:
+            raise NoRouteInfoError(topic, reason)
+        return route
+
+    def clean_offline_broker(self) -> None:
+        """Drop broker addresses that no cached route mentions any more."""
+        live = {addr for route in self.topic_route_table.values()
+                for bd in route.broker_datas for addr in bd.broker_addrs.values()}
+        for broker_name in list(self.broker_addr_table):
+            addrs = {i: a for i, a in self.broker_addr_table[broker_name].items() if a in live}
+            if addrs:
+                self.broker_addr_table[broker_name] = addrs
+            else:
+                del self.broker_addr_table[broker_name]
+
+    def find_broker_address_in_publish(self, broker_name: str) -> str | None:
+        """Sends go to the master only."""
+        return self.broker_addr_table.get(broker_name, {}).get(MASTER_ID)
+
+    def find_broker_address_in_subscribe(self, broker_name: str, broker_id: int,
+                                         only_this_broker: bool) -> FindBrokerResult | None:
+        """The asked-for id; for a slave id, the next slave; unless only_this_broker, any address
+        (lowest id first) — which is how a consumer falls back to a slave when the master is gone."""
+        addrs = self.broker_addr_table.get(broker_name)
+        if not addrs:
+            return None
+        for candidate in (broker_id, broker_id + 1) if broker_id != MASTER_ID else (broker_id,):
+            if candidate in addrs:
+                return FindBrokerResult(addrs[candidate], candidate != MASTER_ID)
+        if only_this_broker:
+            return None
+        first = min(addrs)
+        return FindBrokerResult(addrs[first], first != MASTER_ID)
+
+    def find_broker_addr_by_topic(self, topic: str, rng: random.Random) -> str | None:
+        """A random broker of the topic's route, its master if it has one (GET_CONSUMER_LIST_BY_GROUP)."""
+        route = self.topic_route_table.get(topic)
+        if route is None or not route.broker_datas:
+            return None
+        addrs = rng.choice(route.broker_datas).broker_addrs
+        if MASTER_ID in addrs:
+            return addrs[MASTER_ID]
+        return addrs[rng.choice(sorted(addrs))] if addrs else None

@@ -1,0 +1,269 @@
+"""Producers and consumers against real NameServers and brokers on the simulated network, on a
+virtual clock: routes and their cache, NameServer failover, retries, rebalance, slave reads."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+
+import pytest
+import trio
+
+from chaos.links import Toxic
+from lab.clients.consumer import Consumer
+from lab.clients.errors import MQClientError
+from lab.clients.instance import MQClientInstance
+from lab.clients.producer import Producer
+from lab.config import LabConfig
+from lab.remoting import Node
+from lab.store import MessageStore
+from nameserver.server import NameServer
+
+TOPIC = "TopicTest"  # the topic conftest's brokers serve, 4 queues each
+
+
+class ClientLab:
+    """conftest's SimLab plus NameServers that can be killed, and producers and consumers."""
+
+    def __init__(self, sim):
+        self.sim = sim
+        self.ns_scopes: dict[str, trio.CancelScope] = {}
+
+    async def start_nameserver(self, name: str, port: int) -> str:
+        listener, address = await self.sim.network.listen(name, port)
+        scope = self.ns_scopes[name] = trio.CancelScope()
+
+        server = self.sim.nameservers[address] = NameServer()  # brokers register with each listed
+
+        async def serve(task_status=trio.TASK_STATUS_IGNORED):
+            with scope:
+                await server.serve([listener], task_status=task_status)
+
+        await self.sim.nursery.start(serve)
+        return address
+
+    async def start_cluster(self, nameservers: int = 1, masters: tuple[str, ...] = ("broker-a",)):
+        """NameServers ns-0, ns-1, ... and a master per broker name: (NameServer addresses, brokers)."""
+        addrs = [await self.start_nameserver(f"ns-{i}", 9876 + i) for i in range(nameservers)]
+        brokers = {name: await self.sim.start_broker(f"{name}-0", broker_name=name) for name in masters}
+        return addrs, brokers
+
+    def kill_nameserver(self, name: str) -> None:
+        self.ns_scopes[name].cancel()
+        self.sim.network.close_node(name)
+
+    def node(self, name: str, **consumer) -> Node:
+        config = dataclasses.replace(LabConfig(), consumer=dataclasses.replace(LabConfig().consumer, **consumer))
+        return Node(name, self.sim.network, self.sim.events, config, random.Random(name))
+
+    def instance(self, node: Node) -> MQClientInstance:
+        return MQClientInstance(node, list(self.sim.nameservers), self.sim.nursery)
+
+    async def producer(self, name: str = "producer-0") -> Producer:
+        node = self.node(name)
+        producer = Producer(node, self.instance(node), [TOPIC])
+        await producer.start()
+        return producer
+
+    async def consumer(self, name: str) -> Consumer:
+        node = self.node(name, consumeFromWhere="CONSUME_FROM_FIRST_OFFSET")
+        consumer = Consumer(node, self.instance(node), [TOPIC])
+        await consumer.start()
+        return consumer
+
+    def mark(self) -> int:
+        """A point in the event log; many events share a virtual instant, so times cannot tell."""
+        return len(self.sim.records)
+
+    def events(self, kind: str, since: int = 0, **match) -> list[dict]:
+        return [r for r in self.sim.records[since:]
+                if r["kind"] == kind and all(r.get(k) == v for k, v in match.items())]
+
+    def consumed(self, since: int = 0, **match) -> set[str]:
+        return {e["msg_id"] for e in self.events("consumer.consume", since, **match)}
+
+    def assignment(self, node: str) -> list[str]:
+        rebalances = self.events("consumer.rebalance", node=node)
+        return rebalances[-1]["queues"] if rebalances else []
+
+    async def wait_until(self, condition, timeout: float = 60.0) -> None:
+        with trio.fail_after(timeout):
+            while not condition():
+                await trio.sleep(0.1)
+
+
+@pytest.fixture
+async def lab(sim):
+    """Tests take `autojump_clock` too: pytest-trio runs on a clock only the test itself takes."""
+    return ClientLab(sim)
+
+
+async def send_all(producer: Producer, n: int) -> set[str]:
+    """Send n messages one after the other; the ids of those acknowledged."""
+    acked = set()
+    for i in range(n):
+        try:
+            acked.add((await producer.send(TOPIC, b"m%d" % i)).msg_id)
+        except MQClientError:
+            pass  # counted and logged: the tests look at the events
+    return acked
+
+
+async def test_the_client_fails_over_to_the_next_namesrv_and_then_lives_on_its_cache(lab, autojump_clock):
+    await lab.start_cluster(nameservers=2)
+    node = lab.node("client-0")
+    instance = lab.instance(node)
+    await instance.start([TOPIC])
+    (start,) = lab.events("client.ns_switch")
+    assert start["from"] is None and start["reason"] == "start"
+    fresh = lab.events("client.route", node="client-0")[-1]
+    assert (fresh["source"], fresh["ok"], fresh["ns"]) == ("nameserver", True, start["to"])
+
+    chosen = lab.sim.network.node_at[start["to"]]
+    lab.kill_nameserver(chosen)
+    await trio.sleep(0.1)
+    route = await instance.update_topic_route_info_from_name_server(TOPIC)
+    switch = lab.events("client.ns_switch")[-1]
+    assert (switch["from"], switch["reason"]) == (start["to"], "channel_closed")
+    assert switch["to"] != start["to"]
+    assert lab.events("client.route", node="client-0")[-1]["ns"] == switch["to"]
+
+    lab.kill_nameserver({"ns-0": "ns-1", "ns-1": "ns-0"}[chosen])
+    await trio.sleep(0.1)
+    assert await instance.update_topic_route_info_from_name_server(TOPIC) == route
+    cached = lab.events("client.route", node="client-0")[-1]
+    assert (cached["source"], cached["ok"]) == ("cache", False)
+    assert "cannot reach any NameServer" in cached["error"]
+
+
+async def test_with_every_namesrv_down_a_running_producer_keeps_sending_and_a_new_one_cannot_start(lab, autojump_clock):
+    await lab.start_cluster(nameservers=2)
+    node = lab.node("producer-0")
+    producer = Producer(node, lab.instance(node), [TOPIC])
+    await lab.sim.nursery.start(producer.run)
+    await trio.sleep(5)
+    lab.kill_nameserver("ns-0")
+    lab.kill_nameserver("ns-1")
+    down = lab.mark()
+    await trio.sleep(65)  # two route polls with no NameServer
+
+    assert len(lab.events("producer.ack", down)) >= 60 * node.config.producer.rate
+    assert lab.events("producer.failed") == []
+    polls = lab.events("client.route", down, node="producer-0")
+    assert len(polls) >= 2 and all(e["source"] == "cache" and not e["ok"] for e in polls)
+
+    with pytest.raises(MQClientError, match="cannot start.*No route info of this topic: TopicTest"
+                                            ".*cannot reach any NameServer"):
+        await lab.producer("producer-1")
+
+
+async def test_sends_to_a_killed_broker_are_retried_on_the_other_one(lab, autojump_clock):
+    _, brokers = await lab.start_cluster(masters=("broker-a", "broker-b"))
+    producer = await lab.producer()
+    await trio.sleep(1)  # past the first route poll (10 ms after start); the next is at 30 s
+    await send_all(producer, 4)
+    assert {e["broker"] for e in lab.events("producer.ack")} == {"broker-a", "broker-b"}
+
+    brokers["broker-a"].kill()
+    await trio.sleep(0.1)
+    killed = lab.mark()
+    await send_all(producer, 8)  # within the 30 s the cached route still lists broker-a
+    acks = lab.events("producer.ack", killed)
+    assert len(acks) == 8 and {e["broker"] for e in acks} == {"broker-b"}
+    failed_attempts = lab.events("producer.send", killed, broker="broker-a")
+    assert failed_attempts and all(e["result"] != "ok" and e["attempt"] == 1 for e in failed_attempts)
+    for attempt in failed_attempts:
+        (retry,) = lab.events("producer.send", msg_id=attempt["msg_id"], attempt=2)
+        assert (retry["broker"], retry["result"]) == ("broker-b", "ok")
+    assert producer.stats.retried == len(failed_attempts) and producer.stats.failed == 0
+
+
+async def test_a_black_holed_broker_burns_the_whole_send_budget_without_a_retry(lab, autojump_clock):
+    await lab.start_cluster(masters=("broker-a", "broker-b"))
+    producer = await lab.producer()
+    lab.sim.network.add_toxic("producer-0", "broker-a-0", Toxic("blackhole"))
+    await send_all(producer, 5)  # 5 of 8 queues in turn reach broker-a at least once
+
+    failures = lab.events("producer.failed")
+    assert failures and all(f["attempts"] == 1 and f["error"] == "sendDefaultImpl call timeout" for f in failures)
+    for failure in failures:
+        (attempt,) = lab.events("producer.send", msg_id=failure["msg_id"])
+        assert (attempt["broker"], attempt["result"]) == ("broker-a", "RemotingTimeoutException")
+        assert attempt["latency"] == pytest.approx(3.0, abs=0.01)
+    assert producer.stats.failed == len(failures) and producer.stats.ok == 5 - len(failures)
+
+
+async def test_a_consumer_group_of_two_splits_the_queues_and_consumes_every_acked_message(lab, autojump_clock):
+    await lab.start_cluster(masters=("broker-a", "broker-b"))
+    c0 = await lab.consumer("consumer-0")
+    await lab.wait_until(lambda: len(lab.assignment("consumer-0")) == 8)
+    c1 = await lab.consumer("consumer-1")  # the brokers tell consumer-0, which gives half away
+    await lab.wait_until(lambda: len(lab.assignment("consumer-0")) == len(lab.assignment("consumer-1")) == 4)
+    assert lab.events("consumer.rebalance", node="consumer-0")[-1]["t"] < 1, \
+        "NOTIFY_CONSUMER_IDS_CHANGED, not the 20 s rebalance, moved the queues"
+    shares = {c: set(lab.assignment(c)) for c in ("consumer-0", "consumer-1")}
+    assert not shares["consumer-0"] & shares["consumer-1"]
+
+    acked = await send_all(await lab.producer(), 40)
+    assert len(acked) == 40
+    await lab.wait_until(lambda: acked <= lab.consumed(), timeout=30)
+    for name, share in shares.items():
+        assert {f"{e['broker']}:{e['queue']}" for e in lab.events("consumer.consume", node=name)} <= share
+    assert c0.consumed + c1.consumed >= 40
+
+
+async def test_a_consumer_reads_from_the_slave_when_the_master_is_gone(lab, autojump_clock):
+    _, brokers = await lab.start_cluster()
+    await lab.sim.start_broker("broker-a-1", broker_name="broker-a", broker_id=1, store=MessageStore())
+    acked = await send_all(await lab.producer(), 10)
+    assert len(acked) == 10
+    await trio.sleep(10)  # replication
+    brokers["broker-a"].kill()
+    await trio.sleep(1)  # the NameServer drops the master as its connection closes
+
+    consumer = await lab.consumer("consumer-0")
+    await lab.wait_until(lambda: acked <= lab.consumed(), timeout=30)
+    assert len(lab.assignment("consumer-0")) == 4
+    assert list(consumer.instance.route_cache.broker_addr_table["broker-a"]) == [1], "only the slave to pull from"
+
+
+async def test_committed_offsets_let_the_next_member_resume_where_the_last_stopped(lab, autojump_clock):
+    await lab.start_cluster()
+    producer = await lab.producer()
+    await send_all(producer, 20)
+    first = await lab.consumer("consumer-0")
+    await lab.wait_until(lambda: first.consumed == 20)
+    await first.shutdown()  # persists its offsets, then leaves the group
+
+    second = await lab.consumer("consumer-1")
+    later = await send_all(producer, 10)
+    await lab.wait_until(lambda: second.consumed >= 10)
+    await trio.sleep(1)
+    assert lab.consumed(node="consumer-1") == later, \
+        "consumeFromWhere FIRST applies only to queues without a committed offset"
+
+
+async def test_namesrv_addresses_from_the_address_server_and_a_changed_list(lab, autojump_clock):
+    (a, b), _ = await lab.start_cluster(nameservers=2)
+    served = [f"{a}\n".encode()]
+    listener, _ = await lab.sim.network.listen("address-server", 8080)
+
+    async def reply(stream):
+        await stream.receive_some(65536)
+        await stream.send_all(b"HTTP/1.0 200 OK\r\n\r\n" + served[0])
+        await stream.aclose()
+    lab.sim.nursery.start_soon(trio.serve_listeners, reply, [listener])
+
+    node = lab.node("client-0")
+    instance = MQClientInstance(node, None, lab.sim.nursery, env={},
+                                properties={"rocketmq.namesrv.domain": "127.0.0.1:8080"})
+    await instance.start([TOPIC])
+    assert lab.events("client.ns_list")[-1]["addrs"] == [a]
+    assert lab.events("client.ns_switch")[-1]["to"] == a
+
+    served[0] = f"{b}\n".encode()
+    await trio.sleep(11)  # the address server is asked again 10 s after start, then every 2 min
+    assert lab.events("client.ns_list")[-1]["addrs"] == [b]
+    await instance.update_topic_route_info_from_name_server(TOPIC)
+    switch = lab.events("client.ns_switch")[-1]
+    assert (switch["from"], switch["to"], switch["reason"]) == (a, b, "address_list_changed")
