@@ -1,0 +1,514 @@
+"""A RocketMQ broker for the lab: master or slave, on the wire protocol real clients speak.
+
+It registers with every NameServer (at start, then every registerNameServerPeriod, and whenever its
+topics change), stores messages in a MessageStore, answers producers and consumers (send, pull with
+long polling, offsets, heartbeats, consumer lists, locks, send-back), and a slave replicates its
+master (lab/ha.py). The decisions live in plain modules — pull.py, consumer_manager.py,
+topic_config.py — and this one is their trio edge.
+
+Kill: cancel run(); every connection is closed on the way out, so peers see the close at once.
+Graceful stop: shutdown() — stop serving, UNREGISTER_BROKER to each NameServer, then stop.
+
+Events: broker.start {address, broker_name, broker_id, cluster, messages}; broker.stop {graceful};
+broker.register / broker.unregister (broker_outer_api.py); broker.replicate (ha.py);
+broker.topic {topic, queues, perm, reason}; broker.consumers {group, clients, change};
+broker.permission {perm}.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import logging
+import math
+from typing import Callable
+
+import trio
+
+from nameserver import bodies
+from nameserver.protocol import FrameDecoder, RemotingCommand, RequestCode, ResponseCode, SerializeType, encode
+from nameserver.protocol.codes import FAQ_URL_NO_ROUTE, PERM_READ, PERM_WRITE
+from nameserver.routes import TopicConfig
+from nameserver.server import remote_address
+
+from .broker_outer_api import BrokerIdentity, BrokerOuterAPI
+from .consumer_manager import ConsumerManager, parse_heartbeat
+from .ha import COMMIT_LOG, HA_TRANSFER, HAClient, HAService
+from .long_polling import PullRequestHoldService
+from .message import MessageExt, decode_batch, decode_properties, offset_msg_id
+from .pull import FLAG_COMMIT_OFFSET, FLAG_SUSPEND, consumer_offset_reply, decide_pull
+from .remoting import ChannelTable, Node
+from .store import MessageStore, PutMessageResult
+from .topic_config import PERM_RW, TopicConfigManager, retry_topic
+
+log = logging.getLogger("lab.broker")
+
+RECEIVE_SIZE = 65536
+FIRST_REGISTER_DELAY = 10.0  # the periodic registration starts 10 s after the first one
+CLIENT_HOUSEKEEPING_INTERVAL = 10.0  # ClientHousekeepingService scans every 10 s
+REGION_ID = "DefaultRegion"
+
+# SendMessageRequestHeaderV2's short keys (SEND_MESSAGE_V2, SEND_BATCH_MESSAGE) -> V1 names
+SEND_V2_KEYS = {
+    "a": "producerGroup", "b": "topic", "c": "defaultTopic", "d": "defaultTopicQueueNums", "e": "queueId",
+    "f": "sysFlag", "g": "bornTimestamp", "h": "flag", "i": "properties", "j": "reconsumeTimes",
+    "k": "unitMode", "l": "maxReconsumeTimes", "m": "batch", "n": "bname",
+}
+SEND_CODES = (RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE)
+
+
+def now_ms() -> int:
+    return int(trio.current_time() * 1000)
+
+
+class ClientChannel:
+    """One accepted connection: replies, held pulls and broker-initiated requests go out on it."""
+
+    def __init__(self, stream: trio.abc.Stream, nursery: trio.Nursery):
+        self.stream = stream
+        self.remote_addr = remote_address(stream)
+        self.nursery = nursery  # held requests of this connection die with it
+        self.serialize_type = SerializeType.JSON  # of its last heartbeat, for NOTIFY_CONSUMER_IDS_CHANGED
+        self._send_lock = trio.Lock()
+
+    async def send(self, command: RemotingCommand) -> None:
+        async with self._send_lock:
+            await self.stream.send_all(encode(command))
+
+    async def send_quietly(self, command: RemotingCommand) -> None:
+        """For replies sent later: a connection that broke meanwhile is its reader's business."""
+        try:
+            await self.send(command)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+
+    def close(self) -> None:
+        self.nursery.cancel_scope.cancel()
+
+    def __repr__(self) -> str:
+        return f"<ClientChannel {self.remote_addr}>"
+
+
+class Broker:
+    def __init__(self, node: Node, *, broker_name: str, broker_id: int, cluster_name: str,
+                 namesrv_addrs: list[str], store: MessageStore, topics: dict[str, TopicConfig],
+                 port: int = 0, master_addr: str | None = None):
+        """Build inside trio (the DataVersion takes trio's clock). `store` and `topics` are the
+        broker's disk: hand the same objects to a restarted broker. A slave (broker_id > 0) learns
+        its master's address from its registrations unless `master_addr` is given."""
+        self.node = node
+        self.config = node.config.broker
+        self.broker_name, self.broker_id, self.cluster_name = broker_name, broker_id, cluster_name
+        self.namesrv_addrs = list(namesrv_addrs)
+        self.store = store
+        self.port = port
+        self.master_addr = master_addr
+        self.address: str | None = None
+        self.broker_permission = self.config.brokerPermission
+        self.topic_config_manager = TopicConfigManager(
+            topics, auto_create_topic_enable=self.config.autoCreateTopicEnable,
+            default_topic_queue_nums=self.config.defaultTopicQueueNums, now_ms=now_ms())
+        self.consumer_manager = ConsumerManager()
+        self.hold_service = PullRequestHoldService()
+        self.ha_service = HAService(store, self.topic_config_manager, self.hold_service,
+                                    self.config.haSendHeartbeatInterval)
+        self.ha_client: HAClient | None = None
+        self.outer_api: BrokerOuterAPI | None = None
+        self._opaques = itertools.count()
+        self._topics_changed = trio.Event()
+        self._services: trio.Nursery | None = None
+        self._stopped = trio.Event()
+        self._processors: dict[int, Callable[[RemotingCommand, ClientChannel], RemotingCommand | None]] = {
+            **{code: self._send_message for code in SEND_CODES},
+            RequestCode.PULL_MESSAGE: self._pull_message,
+            RequestCode.QUERY_CONSUMER_OFFSET: self._query_consumer_offset,
+            RequestCode.UPDATE_CONSUMER_OFFSET: self._update_consumer_offset,
+            RequestCode.GET_MAX_OFFSET: self._offset_query(lambda r, t, q: {"offset": self.store.max_offset(t, q)}),
+            RequestCode.GET_MIN_OFFSET: self._offset_query(lambda r, t, q: {"offset": self.store.min_offset(t, q)}),
+            RequestCode.SEARCH_OFFSET_BY_TIMESTAMP: self._offset_query(
+                lambda r, t, q: {"offset": self.store.search_offset(t, q, r.require_int("timestamp"))}),
+            RequestCode.GET_EARLIEST_MSG_STORETIME: self._offset_query(
+                lambda r, t, q: {"timestamp": self.store.earliest_store_time(t, q)}),
+            RequestCode.HEART_BEAT: self._heart_beat,
+            RequestCode.UNREGISTER_CLIENT: self._unregister_client,
+            RequestCode.GET_CONSUMER_LIST_BY_GROUP: self._get_consumer_list_by_group,
+            RequestCode.LOCK_BATCH_MQ: self._lock_batch_mq,
+            RequestCode.UNLOCK_BATCH_MQ: lambda req, channel: req.response(ResponseCode.SUCCESS),
+            RequestCode.CONSUMER_SEND_MSG_BACK: self._consumer_send_msg_back,
+            HA_TRANSFER: self._ha_transfer,
+        }
+
+    @property
+    def is_slave(self) -> bool:
+        return self.broker_id > 0
+
+    @property
+    def identity(self) -> BrokerIdentity:
+        # HA runs on the remoting port (lab/ha.py), so the HA address is the broker's own.
+        return BrokerIdentity(self.cluster_name, self.address, self.broker_name, self.broker_id, self.address)
+
+    # --- life cycle -------------------------------------------------------------------------------
+
+    async def run(self, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        graceful = False
+        try:
+            async with trio.open_nursery() as nursery:
+                channels = ChannelTable(self.node, nursery)  # to NameServers and the master
+                self.outer_api = BrokerOuterAPI(self.node, channels, self.namesrv_addrs)
+                listener, self.address = await self.node.network.listen(self.node.name, self.port)
+                try:
+                    async with trio.open_nursery() as services:
+                        self._services = services
+                        services.start_soon(self._accept, listener, services)
+                        self.node.emit("broker.start", address=self.address, broker_name=self.broker_name,
+                                       broker_id=self.broker_id, cluster=self.cluster_name,
+                                       messages=self.store.message_count())
+                        if self.is_slave:
+                            self.ha_client = HAClient(self.node, channels, self.store, self.topic_config_manager,
+                                                      self.config.haSendHeartbeatInterval, self.master_addr)
+                        await self.register_broker_all("start")
+                        services.start_soon(self._register_periodically)
+                        services.start_soon(self._register_on_topic_change)
+                        services.start_soon(self._scan_not_active_channel)
+                        if self.ha_client is not None:
+                            services.start_soon(self.ha_client.run)
+                        task_status.started(self.address)
+                finally:
+                    await trio.aclose_forcefully(listener)
+                # Only shutdown() ends the services without cancelling us.
+                await self.outer_api.unregister_broker_all(self.identity)
+                graceful = True
+                nursery.cancel_scope.cancel()
+        finally:
+            self._stopped.set()
+            self.node.emit("broker.stop", graceful=graceful)
+
+    async def shutdown(self) -> None:
+        """Stop serving, unregister from each NameServer in turn, and let run() return."""
+        if self._services is not None:
+            self._services.cancel_scope.cancel()
+            await self._stopped.wait()
+
+    async def _accept(self, listener: trio.abc.Listener, nursery: trio.Nursery) -> None:
+        while True:
+            try:
+                stream = await listener.accept()
+            except trio.ClosedResourceError:
+                return  # the network closed the node's listener: its process is gone
+            nursery.start_soon(self._handle_stream, stream)
+
+    # --- registration -----------------------------------------------------------------------------
+
+    async def register_broker_all(self, trigger: str) -> None:
+        result = await self.outer_api.register_broker_all(
+            self.identity, self.topic_config_manager.registered_table(self.broker_permission),
+            self.topic_config_manager.data_version, compressed=self.config.compressedRegister,
+            timeout=self.config.registerBrokerTimeoutMills, trigger=trigger)
+        # A slave follows the master the first answering NameServer names; without one it keeps
+        # trying the last it knew.
+        if result is not None and result.master_addr and self.ha_client is not None:
+            self.ha_client.master_addr = result.master_addr
+
+    async def _register_periodically(self) -> None:
+        period = max(10.0, min(self.config.registerNameServerPeriod, 60.0))
+        next_at = trio.current_time() + FIRST_REGISTER_DELAY
+        while True:
+            await trio.sleep_until(next_at)
+            await self.register_broker_all("period")
+            next_at += period
+
+    async def _register_on_topic_change(self) -> None:
+        while True:
+            await self._topics_changed.wait()
+            self._topics_changed = trio.Event()
+            await self.register_broker_all("topics")
+
+    def _topic_created(self, config: TopicConfig, reason: str) -> None:
+        self.node.emit("broker.topic", topic=config.topic_name, queues=config.write_queue_nums,
+                       perm=config.perm, reason=reason)
+        self._topics_changed.set()
+
+    async def set_permission(self, perm: int) -> None:
+        """brokerPermission at run time (UPDATE_BROKER_CONFIG): a new DataVersion, registered at
+        once, so every NameServer takes the new permission into its routes."""
+        self.broker_permission = perm
+        self.topic_config_manager.next_version(now_ms())
+        self.node.emit("broker.permission", perm=perm)
+        await self.register_broker_all("permission")
+
+    # --- connections ------------------------------------------------------------------------------
+
+    async def _handle_stream(self, stream: trio.abc.Stream) -> None:
+        try:
+            async with trio.open_nursery() as nursery:
+                channel = ClientChannel(stream, nursery)
+                nursery.start_soon(self._serve_channel, channel)
+        finally:
+            groups = self.consumer_manager.do_channel_close_event(channel)
+            if trio.current_effective_deadline() != -math.inf:  # not when the whole broker stops
+                for group in groups:
+                    self._consumer_ids_changed(group, "closed")
+            await trio.aclose_forcefully(stream)
+
+    async def _serve_channel(self, channel: ClientChannel) -> None:
+        decoder = FrameDecoder()
+        try:
+            while data := await channel.stream.receive_some(RECEIVE_SIZE):
+                for req in decoder.feed(data):
+                    if not req.is_response:
+                        reply = self._process(req, channel)
+                        if reply is not None:
+                            await channel.send(reply)
+                if decoder.error is not None:
+                    log.warning("closing connection from %s: %s", channel.remote_addr, decoder.error)
+                    break
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+        channel.close()  # and with it every request still held
+
+    def _process(self, req: RemotingCommand, channel: ClientChannel) -> RemotingCommand | None:
+        processor = self._processors.get(req.code)
+        if processor is None:
+            # Answered even when oneway, as RocketMQ's remoting layer does on this path.
+            return req.response(ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {req.code} not supported")
+        try:
+            reply = processor(req, channel)
+        except Exception as e:
+            reply = self._error_reply(req, channel, e)
+        return None if req.is_oneway else reply
+
+    def _error_reply(self, req: RemotingCommand, channel: ClientChannel, error: Exception) -> RemotingCommand:
+        if isinstance(error, ValueError):  # a bad header or body: HeaderError, BodyError, ...
+            log.warning("bad request %s from %s: %s", req.code, channel.remote_addr, error)
+        else:  # a bug must cost one request, never the broker
+            log.exception("processing request %s failed", req.code)
+        return req.response(ResponseCode.SYSTEM_ERROR, f"{type(error).__name__}: {error}")
+
+    def _reply_later(self, req: RemotingCommand, channel: ClientChannel, work) -> None:
+        """Run `work()` (async, returns the reply) apart, so the connection serves on meanwhile."""
+        async def run() -> None:
+            try:
+                reply = await work()
+            except Exception as e:
+                reply = self._error_reply(req, channel, e)
+            if not req.is_oneway:
+                await channel.send_quietly(reply)
+        channel.nursery.start_soon(run)
+
+    # --- send -------------------------------------------------------------------------------------
+
+    def _send_message(self, req: RemotingCommand, channel: ClientChannel) -> RemotingCommand:
+        if req.code != RequestCode.SEND_MESSAGE:
+            req = dataclasses.replace(req, ext_fields={SEND_V2_KEYS.get(k, k): v for k, v in (req.ext_fields or {}).items()})
+        refused = self._refuse_write(req)
+        if refused is not None:
+            return refused
+        topic = req.require("topic")
+        config = self._topic_for_send(topic, req)
+        if config is None:
+            return req.response(ResponseCode.TOPIC_NOT_EXIST,
+                                f"topic[{topic}] not exist, apply first please! {FAQ_URL_NO_ROUTE}")
+        queue_id = req.require_int("queueId")
+        if queue_id < 0:
+            queue_id = self.node.rng.randrange(max(config.write_queue_nums, 1))
+        if queue_id >= max(config.write_queue_nums, config.read_queue_nums):
+            return req.response(ResponseCode.SYSTEM_ERROR, f"request queueId[{queue_id}] is illegal, "
+                                f"{config} Producer: {channel.remote_addr}")
+        body = req.body or b""
+        # The C++ client sends batches as code 10 with batch "1".
+        if req.code == RequestCode.SEND_BATCH_MESSAGE or req.field("batch") in ("true", "1"):
+            entries = decode_batch(body)
+        else:
+            properties = decode_properties(req.field("properties") or "")
+            properties["CLUSTER"] = self.cluster_name
+            entries = [(req.int_field("flag", 0), body, properties)]
+        base = dict(topic=topic, queue_id=queue_id, sys_flag=req.int_field("sysFlag", 0),
+                    born_timestamp=req.int_field("bornTimestamp", 0), born_host=channel.remote_addr,
+                    reconsume_times=req.int_field("reconsumeTimes", 0))
+        results = [self._put(MessageExt(body=b, flag=flag, properties=props, **base)) for flag, b, props in entries]
+        if not results:
+            return req.response(ResponseCode.MESSAGE_ILLEGAL, "the batch holds no message")
+        return req.response(ResponseCode.SUCCESS, ext_fields={
+            "msgId": ",".join(r.msg_id for r in results), "queueId": queue_id,
+            "queueOffset": results[0].queue_offset, "MSG_REGION": REGION_ID, "TRACE_ON": True})
+
+    def _refuse_write(self, req: RemotingCommand) -> RemotingCommand | None:
+        """Why this broker takes no messages now, as a reply; None when it does.
+
+        4.9.8 answers NO_PERMISSION only for order topics and otherwise relies on the routes; the
+        lab answers it for every topic, so a producer on a stale route sees the wipe (the seeds'
+        account of broker maintenance)."""
+        if self.is_slave:
+            return req.response(ResponseCode.SERVICE_NOT_AVAILABLE,
+                                "service not available now, the message store is in slave mode")
+        if not self.broker_permission & PERM_WRITE:
+            return req.response(ResponseCode.NO_PERMISSION, f"the broker[{self.address}] sending message is forbidden")
+        return None
+
+    def _topic_for_send(self, topic: str, req: RemotingCommand) -> TopicConfig | None:
+        manager = self.topic_config_manager
+        config = manager.select(topic)
+        if config is not None:
+            return config
+        config = manager.create_topic_in_send_message_method(
+            topic, req.field("defaultTopic") or "", req.int_field("defaultTopicQueueNums", 4), 0, now_ms())
+        if config is not None:
+            self._topic_created(config, "auto_create")
+        elif topic.startswith("%RETRY%"):
+            config = self._retry_topic(topic)
+        return config
+
+    def _retry_topic(self, topic: str) -> TopicConfig:
+        config, created = self.topic_config_manager.create_topic_in_send_message_back_method(
+            topic, 1, PERM_RW, 0, now_ms())
+        if created:
+            self._topic_created(config, "retry")
+        return config
+
+    def _put(self, msg: MessageExt) -> PutMessageResult:
+        msg.store_host, msg.store_timestamp = self.address, now_ms()
+        result = self.store.put(msg)  # written (and flushed) before anyone replies
+        self.hold_service.notify_message_arriving((msg.topic, msg.queue_id))
+        self.hold_service.notify_message_arriving(COMMIT_LOG)
+        return result
+
+    def _consumer_send_msg_back(self, req: RemotingCommand, channel: ClientChannel) -> RemotingCommand:
+        """A message the consumer failed on goes to %RETRY%<group>: at once — the lab has no
+        delay levels, where RocketMQ would park it in SCHEDULE_TOPIC_XXXX first."""
+        refused = self._refuse_write(req)
+        if refused is not None:
+            return refused
+        offset = req.require_int("offset")
+        origin = self.store.lookup(offset)
+        if origin is None:
+            return req.response(ResponseCode.SYSTEM_ERROR, f"look message by offset failed, {offset}")
+        topic = self._retry_topic(retry_topic(req.require("group"))).topic_name
+        properties = dict(origin.properties)
+        properties.setdefault("RETRY_TOPIC", origin.topic)
+        properties.setdefault("ORIGIN_MESSAGE_ID", req.field("originMsgId") or offset_msg_id(origin.store_host, offset))
+        self._put(MessageExt(topic=topic, body=origin.body, flag=origin.flag, properties=properties,
+                             sys_flag=origin.sys_flag, born_timestamp=origin.born_timestamp,
+                             born_host=origin.born_host, reconsume_times=origin.reconsume_times + 1))
+        return req.response(ResponseCode.SUCCESS)
+
+    # --- pull -------------------------------------------------------------------------------------
+
+    def _pull_message(self, req: RemotingCommand, channel: ClientChannel, allow_suspend: bool = True):
+        if not self.broker_permission & PERM_READ:
+            return req.response(ResponseCode.NO_PERMISSION, f"the broker[{self.address}] pulling message is forbidden")
+        topic, queue_id, offset = req.require("topic"), req.require_int("queueId"), req.require_int("queueOffset")
+        config = self.topic_config_manager.select(topic)
+        if config is None:
+            return req.response(ResponseCode.TOPIC_NOT_EXIST,
+                                f"topic[{topic}] not exist, apply first please! {FAQ_URL_NO_ROUTE}")
+        if not 0 <= queue_id < config.read_queue_nums:
+            return req.response(ResponseCode.SYSTEM_ERROR, f"queueId[{queue_id}] is illegal, topic:[{topic}] "
+                                f"topicConfig.readQueueNums:[{config.read_queue_nums}] consumer:[{channel.remote_addr}]")
+        sys_flag = req.int_field("sysFlag", 0)
+        if allow_suspend and sys_flag & FLAG_COMMIT_OFFSET and not self.is_slave:
+            self.store.commit_offset(req.require("consumerGroup"), topic, queue_id, req.require_int("commitOffset"))
+        max_offset = self.store.max_offset(topic, queue_id)
+        min_offset = self.store.min_offset(topic, queue_id)
+        result = decide_pull(
+            offset=offset, max_nums=req.int_field("maxMsgNums", 32), min_offset=min_offset, max_offset=max_offset,
+            is_slave=self.is_slave, slave_read_enable=self.config.slaveReadEnable,
+            slave_available=self.ha_service.slave_available(trio.current_time()))
+        if result.code == ResponseCode.PULL_NOT_FOUND and allow_suspend and sys_flag & FLAG_SUSPEND:
+            self._reply_later(req, channel, lambda: self._suspend_pull(req, channel, topic, queue_id, offset))
+            return None
+        return req.response(result.code, ext_fields={
+            "suggestWhichBrokerId": result.suggest_which_broker_id, "nextBeginOffset": result.next_begin_offset,
+            "minOffset": min_offset, "maxOffset": max_offset,
+        }, body=b"".join(self.store.get(topic, queue_id, offset, result.found)) if result.found else None)
+
+    async def _suspend_pull(self, req: RemotingCommand, channel: ClientChannel, topic: str, queue_id: int,
+                            offset: int) -> RemotingCommand:
+        """Long polling: hold until a message arrives or the consumer's suspend time is up, then pull
+        again without suspending. Replicated records are not announced (nor are they by RocketMQ's
+        slave), so on a slave the 5 s re-check finds them."""
+        def has_new() -> bool:
+            return self.store.max_offset(topic, queue_id) > offset
+        if self.config.longPollingEnable:
+            suspend = req.int_field("suspendTimeoutMillis")
+            timeout = suspend / 1000 if suspend is not None else self.node.config.consumer.brokerSuspendMaxTimeMillis
+            await self.hold_service.hold((topic, queue_id), has_new, timeout)
+        else:
+            short = self.config.shortPollingTimeMills
+            await self.hold_service.hold((topic, queue_id), has_new, short, check_interval=short, wake_on_arrival=False)
+        return self._pull_message(req, channel, allow_suspend=False)
+
+    def _ha_transfer(self, req: RemotingCommand, channel: ClientChannel) -> None:
+        self._reply_later(req, channel, lambda: self.ha_service.transfer(req))
+
+    # --- offsets ----------------------------------------------------------------------------------
+
+    def _query_consumer_offset(self, req: RemotingCommand, channel: ClientChannel) -> RemotingCommand:
+        group, topic, queue_id = req.require("consumerGroup"), req.require("topic"), req.require_int("queueId")
+        offset = consumer_offset_reply(self.store.consumer_offsets.get((group, topic, queue_id)),
+                                       self.store.min_offset(topic, queue_id))
+        if offset is None:
+            return req.response(ResponseCode.QUERY_NOT_FOUND, "Not found, maybe this group consumer boot first")
+        return req.response(ResponseCode.SUCCESS, ext_fields={"offset": offset})
+
+    def _update_consumer_offset(self, req: RemotingCommand, channel: ClientChannel) -> RemotingCommand:
+        self.store.commit_offset(req.require("consumerGroup"), req.require("topic"), req.require_int("queueId"),
+                                 req.require_int("commitOffset"))
+        return req.response(ResponseCode.SUCCESS)
+
+    @staticmethod
+    def _offset_query(answer: Callable[[RemotingCommand, str, int], dict]):
+        """GET_MAX_OFFSET and its kin: topic + queueId in, one number out."""
+        def processor(req: RemotingCommand, channel: ClientChannel) -> RemotingCommand:
+            return req.response(ResponseCode.SUCCESS,
+                                ext_fields=answer(req, req.require("topic"), req.require_int("queueId")))
+        return processor
+
+    # --- consumers --------------------------------------------------------------------------------
+
+    def _heart_beat(self, req: RemotingCommand, channel: ClientChannel) -> RemotingCommand:
+        heartbeat = parse_heartbeat(bodies.load(req.body or b"", req.serialize_type))
+        channel.serialize_type = req.serialize_type
+        for consumer in heartbeat.consumers:
+            self._retry_topic(retry_topic(consumer.group_name))
+            if self.consumer_manager.register_consumer(consumer, heartbeat.client_id, channel, trio.current_time()):
+                self._consumer_ids_changed(consumer.group_name, "register")
+        # The client takes the reply's version as the broker's: a realistic one (409) lets it
+        # subscribe with SQL92 as well as tags.
+        return req.response(ResponseCode.SUCCESS)
+
+    def _unregister_client(self, req: RemotingCommand, channel: ClientChannel) -> RemotingCommand:
+        group = req.field("consumerGroup")
+        if group and self.consumer_manager.unregister_consumer(group, channel):
+            self._consumer_ids_changed(group, "unregister")
+        return req.response(ResponseCode.SUCCESS)
+
+    def _get_consumer_list_by_group(self, req: RemotingCommand, channel: ClientChannel) -> RemotingCommand:
+        group = req.require("consumerGroup")
+        ids = self.consumer_manager.get_all_client_id(group)
+        if not ids:
+            return req.response(ResponseCode.SYSTEM_ERROR, f"no consumer for this group, {group}")
+        return req.response(ResponseCode.SUCCESS, body=bodies.dump({"consumerIdList": ids}, req.serialize_type))
+
+    def _lock_batch_mq(self, req: RemotingCommand, channel: ClientChannel) -> RemotingCommand:
+        """Every queue asked for is granted: one consumer per queue is the clients' own affair here."""
+        body = bodies.load(req.body or b"", req.serialize_type)
+        mq_set = body.get("mqSet", []) if isinstance(body, dict) else []
+        return req.response(ResponseCode.SUCCESS, body=bodies.dump({"lockOKMQSet": mq_set}, req.serialize_type))
+
+    def _consumer_ids_changed(self, group: str, change: str) -> None:
+        """Tell every member (oneway NOTIFY_CONSUMER_IDS_CHANGED) so the group rebalances now."""
+        self.node.emit("broker.consumers", group=group, clients=self.consumer_manager.get_all_client_id(group),
+                       change=change)
+        for channel in self.consumer_manager.get_all_channel(group):
+            notify = RemotingCommand.request(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, {"consumerGroup": group},
+                                             oneway=True, serialize_type=channel.serialize_type,
+                                             opaque=next(self._opaques))
+            channel.nursery.start_soon(channel.send_quietly, notify)
+
+    async def _scan_not_active_channel(self) -> None:
+        """ClientHousekeepingService: clients silent for 120 s are dropped and their connections closed."""
+        while True:
+            await trio.sleep(CLIENT_HOUSEKEEPING_INTERVAL)
+            for group, channel in self.consumer_manager.scan_not_active_channel(trio.current_time()):
+                channel.close()
+                self._consumer_ids_changed(group, "expired")

@@ -1,0 +1,84 @@
+"""BrokerOuterAPI: what a broker says to the NameServers — REGISTER_BROKER and UNREGISTER_BROKER.
+
+Registration goes to every NameServer at once, each call bounded by registerBrokerTimeoutMills;
+unregistration goes to one after the other, 3 s each, as RocketMQ 4.9.8 does. Each call is one
+event: `broker.register` / `broker.unregister` with {ns, ok, code | error, latency}.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping, NamedTuple
+
+import trio
+
+from nameserver.bodies import encode_register_body
+from nameserver.client import RemotingError
+from nameserver.protocol import RemotingCommand, RequestCode, ResponseCode, crc32
+from nameserver.routes import DataVersion, TopicConfig
+
+from .remoting import LAB_SERIALIZE_TYPE, ChannelTable, Node, request
+
+UNREGISTER_TIMEOUT = 3.0  # seconds, per NameServer
+
+
+class BrokerIdentity(NamedTuple):
+    cluster_name: str
+    broker_addr: str
+    broker_name: str
+    broker_id: int
+    ha_server_addr: str
+
+
+class RegisterBrokerResult(NamedTuple):
+    master_addr: str | None
+    ha_server_addr: str | None
+
+
+class BrokerOuterAPI:
+    def __init__(self, node: Node, channels: ChannelTable, namesrv_addrs: list[str]):
+        self.node = node
+        self.channels = channels
+        self.namesrv_addrs = list(namesrv_addrs)
+
+    async def register_broker_all(self, broker: BrokerIdentity, topic_config_table: Mapping[str, TopicConfig],
+                                  data_version: DataVersion, *, compressed: bool, timeout: float,
+                                  trigger: str) -> RegisterBrokerResult | None:
+        """Register with every NameServer; the result of the first that answered SUCCESS."""
+        body = encode_register_body(topic_config_table, data_version, [], LAB_SERIALIZE_TYPE,
+                                    compressed=compressed)
+        header = {"brokerAddr": broker.broker_addr, "brokerName": broker.broker_name,
+                  "clusterName": broker.cluster_name, "haServerAddr": broker.ha_server_addr,
+                  "brokerId": broker.broker_id, "compressed": compressed, "bodyCrc32": crc32(body)}
+        results: list[RegisterBrokerResult] = []
+
+        async def register(address: str) -> None:
+            reply = await self._call("broker.register", address, request(RequestCode.REGISTER_BROKER, header, body),
+                                     timeout, trigger=trigger)
+            if reply is not None and reply.code == ResponseCode.SUCCESS:
+                results.append(RegisterBrokerResult(reply.field("masterAddr"), reply.field("haServerAddr")))
+
+        async with trio.open_nursery() as nursery:
+            for address in self.namesrv_addrs:
+                nursery.start_soon(register, address)
+        return results[0] if results else None
+
+    async def unregister_broker_all(self, broker: BrokerIdentity) -> None:
+        header = {"brokerAddr": broker.broker_addr, "brokerName": broker.broker_name,
+                  "clusterName": broker.cluster_name, "brokerId": broker.broker_id}
+        for address in self.namesrv_addrs:
+            await self._call("broker.unregister", address, request(RequestCode.UNREGISTER_BROKER, header),
+                             UNREGISTER_TIMEOUT)
+
+    async def _call(self, kind: str, address: str, command: RemotingCommand, timeout: float,
+                    **fields) -> RemotingCommand | None:
+        """One call, reported as one event; failures are only reported, as RocketMQ only logs them."""
+        start = trio.current_time()
+        try:
+            reply = await self.channels.invoke(address, command, timeout)
+        except RemotingError as e:
+            self.node.emit(kind, ns=address, ok=False, error=str(e),
+                           latency=round(trio.current_time() - start, 6), **fields)
+            return None
+        self.node.emit(kind, ns=address, ok=reply.code == ResponseCode.SUCCESS, code=reply.code,
+                       latency=round(trio.current_time() - start, 6), **fields)
+        return reply

@@ -1,0 +1,134 @@
+"""ConsumerManager: which clients a broker knows per consumer group, from their heartbeats. Pure.
+
+As in RocketMQ, a client is known by the connection (channel) its heartbeat came on: a closed
+connection takes its client out of every group at once, a silent one expires after 120 s. Every
+change of a group's members or topics is reported back so the broker can send
+NOTIFY_CONSUMER_IDS_CHANGED and the group rebalances now rather than at its next 20 s round.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+CHANNEL_EXPIRED_TIMEOUT = 120.0  # seconds without a heartbeat (BrokerConfig.channelExpiredTimeout)
+
+# Java sends enums by name, the C++ client by ordinal; the ordinals are the same in both.
+CONSUME_TYPES = ("CONSUME_ACTIVELY", "CONSUME_PASSIVELY")
+MESSAGE_MODELS = ("BROADCASTING", "CLUSTERING")
+
+
+class HeartbeatError(ValueError):
+    """A HEART_BEAT body that is not HeartbeatData."""
+
+
+class ConsumerData(NamedTuple):
+    group_name: str
+    consume_type: str
+    message_model: str
+    topics: tuple[str, ...]
+
+
+class HeartbeatData(NamedTuple):
+    client_id: str
+    consumers: list[ConsumerData]
+
+
+def _enum_name(value: object, names: tuple[str, ...], what: str) -> str:
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < len(names):
+        return names[value]
+    if value in names:
+        return value
+    raise HeartbeatError(f"bad {what} {value!r}")
+
+
+def parse_heartbeat(obj: object) -> HeartbeatData:
+    """HeartbeatData as Java and the C++ client send it; producer data is not needed."""
+    if not isinstance(obj, dict) or not isinstance(obj.get("clientID"), str):
+        raise HeartbeatError("heartbeat without a clientID")
+    consumers = []
+    for data in obj.get("consumerDataSet") or []:
+        if not isinstance(data, dict) or not isinstance(data.get("groupName"), str):
+            raise HeartbeatError(f"bad consumer data {data!r}")
+        subscriptions = data.get("subscriptionDataSet") or []
+        topics = tuple(s["topic"] for s in subscriptions if isinstance(s, dict) and isinstance(s.get("topic"), str))
+        consumers.append(ConsumerData(
+            data["groupName"],
+            _enum_name(data.get("consumeType", 1), CONSUME_TYPES, "consumeType"),
+            _enum_name(data.get("messageModel", 1), MESSAGE_MODELS, "messageModel"),
+            topics))
+    return HeartbeatData(obj["clientID"], consumers)
+
+
+@dataclass(slots=True)
+class ClientChannelInfo:
+    client_id: str
+    last_update_timestamp: float
+
+
+@dataclass
+class ConsumerGroupInfo:
+    group_name: str
+    consume_type: str
+    message_model: str
+    topics: tuple[str, ...] = ()
+    channel_info_table: dict[object, ClientChannelInfo] = field(default_factory=dict)
+
+    def client_ids(self) -> list[str]:
+        """Sorted and without repeats: a client reconnecting keeps its id on two channels until the
+        old one closes, and every member must compute the same allocation from this list."""
+        return sorted({info.client_id for info in self.channel_info_table.values()})
+
+
+class ConsumerManager:
+    def __init__(self, channel_expired_timeout: float = CHANNEL_EXPIRED_TIMEOUT):
+        self.channel_expired_timeout = channel_expired_timeout
+        self.consumer_table: dict[str, ConsumerGroupInfo] = {}
+
+    def register_consumer(self, data: ConsumerData, client_id: str, channel: object, now: float) -> bool:
+        """A heartbeat; True when the group's members or topics changed."""
+        info = self.consumer_table.get(data.group_name)
+        if info is None:
+            info = self.consumer_table[data.group_name] = ConsumerGroupInfo(
+                data.group_name, data.consume_type, data.message_model)
+        info.consume_type, info.message_model = data.consume_type, data.message_model
+        known = info.channel_info_table.get(channel)
+        changed = known is None or known.client_id != client_id or info.topics != data.topics
+        info.channel_info_table[channel] = ClientChannelInfo(client_id, now)
+        info.topics = data.topics
+        return changed
+
+    def unregister_consumer(self, group: str, channel: object) -> bool:
+        """UNREGISTER_CLIENT; True when the client was a member."""
+        info = self.consumer_table.get(group)
+        if info is None or info.channel_info_table.pop(channel, None) is None:
+            return False
+        self._drop_if_empty(info)
+        return True
+
+    def do_channel_close_event(self, channel: object) -> list[str]:
+        """A connection closed: the groups it was a member of."""
+        return [group for group in list(self.consumer_table) if self.unregister_consumer(group, channel)]
+
+    def scan_not_active_channel(self, now: float) -> list[tuple[str, object]]:
+        """Remove clients silent for longer than the timeout: (group, channel) each, in table order."""
+        expired = []
+        for info in list(self.consumer_table.values()):
+            for channel, client in list(info.channel_info_table.items()):
+                if now - client.last_update_timestamp > self.channel_expired_timeout:
+                    del info.channel_info_table[channel]
+                    expired.append((info.group_name, channel))
+            self._drop_if_empty(info)
+        return expired
+
+    def _drop_if_empty(self, info: ConsumerGroupInfo) -> None:
+        if not info.channel_info_table:
+            self.consumer_table.pop(info.group_name, None)
+
+    def get_all_client_id(self, group: str) -> list[str]:
+        info = self.consumer_table.get(group)
+        return info.client_ids() if info else []
+
+    def get_all_channel(self, group: str) -> list[object]:
+        info = self.consumer_table.get(group)
+        return list(info.channel_info_table) if info else []

@@ -1,0 +1,143 @@
+"""Master-slave replication (RocketMQ's HAService / HAClient, plus what SlaveSynchronize copies).
+
+RocketMQ's slave opens a raw TCP connection to the master's HA port, reports the max commit-log
+offset it holds, and the master streams the commit log from there. The lab carries the same exchange
+as one remoting request on the broker's own port, so the chaos network treats it like every other
+link: nslab's request code HA_TRANSFER, msgpack bodies both ways.
+
+    request   {"offset": slave's max physical offset,
+               "offsetsVersion": the master's consumer-offset version the slave last took,
+               "dataVersion": the master's topic-table version the slave last took}
+    reply     code 0, {"commitLog": whole records from that offset (up to 32 KiB),
+                       "masterMaxOffset": int,
+                       "consumerOffsets": {"version": int, "table": [[group, topic, queueId, offset], ...]}
+                                           only when the slave's version is old,
+                       "topicConfig": {"dataVersion": [...], "topicConfigTable": {...}} only when it is old}
+
+A slave that is up to date is held by the master until data arrives or haSendHeartbeatInterval has
+passed, so records reach the slave as they are written and an idle slave still reports every
+interval. A slave whose offset is beyond the master's log gets code 1: the logs diverged.
+"""
+
+from __future__ import annotations
+
+import math
+
+import msgpack
+import trio
+
+from nameserver.bodies import topic_config_from_wire, topic_config_to_wire
+from nameserver.client import RemotingError
+from nameserver.protocol import RemotingCommand, ResponseCode
+from nameserver.routes import DataVersion
+
+from .long_polling import PullRequestHoldService
+from .message import MessageFormatError
+from .remoting import ChannelTable, Node, request
+from .store import MessageStore
+from .topic_config import TopicConfigManager
+
+HA_TRANSFER = 0x4D48  # nslab's own request code ('MH'), far from RocketMQ's
+HA_TRANSFER_BATCH_SIZE = 32 * 1024  # haTransferBatchSize
+HA_HOUSEKEEPING_INTERVAL = 20.0  # seconds: a slave silent this long is gone (haHousekeepingInterval)
+COMMIT_LOG = "commit-log"  # the hold key a master's HA transfers wait on
+
+
+class HAService:
+    """The master side: answers HA_TRANSFER and knows whether a slave is replicating."""
+
+    def __init__(self, store: MessageStore, topics: TopicConfigManager, hold: PullRequestHoldService,
+                 heartbeat_interval: float):
+        self.store = store
+        self.topics = topics
+        self.hold = hold
+        self.heartbeat_interval = heartbeat_interval
+        self._last_report = -math.inf
+
+    def slave_available(self, now: float) -> bool:
+        return now - self._last_report <= HA_HOUSEKEEPING_INTERVAL
+
+    async def transfer(self, req: RemotingCommand) -> RemotingCommand:
+        self._last_report = trio.current_time()
+        state = msgpack.unpackb(req.body or b"\x80", raw=False)
+        offset = int(state.get("offset", 0))
+        if offset > self.store.max_physical_offset:
+            return req.response(ResponseCode.SYSTEM_ERROR, f"slave offset {offset} is beyond the master's "
+                                f"commit log ({self.store.max_physical_offset}): the logs diverged")
+
+        def offsets_stale() -> bool:
+            return state.get("offsetsVersion") != self.store.consumer_offsets_version
+
+        def topics_stale() -> bool:
+            return state.get("dataVersion") != list(self.topics.data_version)
+
+        # Only new records wake a held slave; offsets and topics wait for the next round (RocketMQ
+        # syncs them every 10 s), unless they are stale already.
+        await self.hold.hold(COMMIT_LOG, lambda: self.store.max_physical_offset > offset or offsets_stale()
+                             or topics_stale(), self.heartbeat_interval)
+        reply = {"commitLog": self.store.read_commit_log(offset, HA_TRANSFER_BATCH_SIZE),
+                 "masterMaxOffset": self.store.max_physical_offset}
+        if offsets_stale():
+            reply["consumerOffsets"] = {"version": self.store.consumer_offsets_version,
+                                        "table": [[*key, value] for key, value in self.store.consumer_offsets.items()]}
+        if topics_stale():
+            reply["topicConfig"] = {
+                "dataVersion": list(self.topics.data_version),
+                "topicConfigTable": {n: topic_config_to_wire(tc) for n, tc in self.topics.topic_config_table.items()}}
+        return req.response(ResponseCode.SUCCESS, body=msgpack.packb(reply))
+
+
+class HAClient:
+    """The slave side: pulls the master's commit log, offsets and topics into its own store."""
+
+    def __init__(self, node: Node, channels: ChannelTable, store: MessageStore, topics: TopicConfigManager,
+                 heartbeat_interval: float, master_addr: str | None = None):
+        self.node = node
+        self.channels = channels
+        self.store = store
+        self.topics = topics
+        self.heartbeat_interval = heartbeat_interval
+        self.master_addr = master_addr  # kept up to date by the broker's registrations
+        # What the slave last took from its master; None until then. Its own DataVersion cannot
+        # stand in for the master's: on a virtual clock two fresh brokers have equal versions.
+        self._offsets_version: int | None = None
+        self._topics_version: list[int] | None = None
+
+    async def run(self) -> None:
+        error = None
+        while True:
+            master = self.master_addr
+            try:
+                if master is None:
+                    raise RemotingError("master address unknown")
+                await self._transfer(master)
+                error = None
+            except (RemotingError, MessageFormatError, ValueError) as e:
+                if str(e) != error:  # one event per change of trouble, not one per retry
+                    error = str(e)
+                    self.node.emit("broker.replicate", master=master, ok=False, error=error)
+                await trio.sleep(self.heartbeat_interval)
+
+    async def _transfer(self, master: str) -> None:
+        state = {"offset": self.store.max_physical_offset, "offsetsVersion": self._offsets_version,
+                 "dataVersion": self._topics_version}
+        reply = await self.channels.invoke(master, request(HA_TRANSFER, body=msgpack.packb(state)),
+                                           self.heartbeat_interval + HA_HOUSEKEEPING_INTERVAL)
+        if reply.code != ResponseCode.SUCCESS:
+            raise RemotingError(f"HA transfer refused ({reply.code}): {reply.remark}")
+        data = msgpack.unpackb(reply.body or b"\x80", raw=False)
+        count = self.store.put_replica(data.get("commitLog", b""))
+        offsets = data.get("consumerOffsets")
+        if offsets is not None:
+            for group, topic, queue_id, offset in offsets["table"]:
+                self.store.commit_offset(group, topic, queue_id, offset)
+            self._offsets_version = offsets["version"]
+        topics = data.get("topicConfig")
+        if topics is not None:
+            table = {n: topic_config_from_wire(n, tc) for n, tc in topics["topicConfigTable"].items()}
+            self.topics.replace_all(table, DataVersion(*topics["dataVersion"]))
+            self._topics_version = topics["dataVersion"]
+        if count:
+            self.node.emit("broker.replicate", master=master, ok=True, messages=count,
+                           bytes=len(data["commitLog"]), offset=self.store.max_physical_offset,
+                           master_offset=data.get("masterMaxOffset"))

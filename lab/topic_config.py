@@ -1,0 +1,78 @@
+"""TopicConfigManager: a broker's topic table and its DataVersion. Pure: `now_ms` is an argument.
+
+The DataVersion counter goes up with every change, so the next registration tells each NameServer
+to re-read the table (a NameServer ignores the table of an unchanged version).
+"""
+
+from __future__ import annotations
+
+from nameserver.protocol.codes import PERM_INHERIT, PERM_READ, PERM_WRITE
+from nameserver.routes import DataVersion, TopicConfig
+
+AUTO_CREATE_TOPIC_KEY_TOPIC = "TBW102"
+RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
+PERM_RW = PERM_READ | PERM_WRITE
+
+
+def retry_topic(group: str) -> str:
+    return RETRY_GROUP_TOPIC_PREFIX + group
+
+
+class TopicConfigManager:
+    def __init__(self, topic_config_table: dict[str, TopicConfig], *, auto_create_topic_enable: bool,
+                 default_topic_queue_nums: int, now_ms: int):
+        """topic_config_table is changed in place: it stands for topics.json, so whoever keeps it
+        across a broker restart keeps the topics created at run time."""
+        self.topic_config_table = topic_config_table
+        self.auto_create_topic_enable = auto_create_topic_enable
+        if auto_create_topic_enable and AUTO_CREATE_TOPIC_KEY_TOPIC not in topic_config_table:
+            topic_config_table[AUTO_CREATE_TOPIC_KEY_TOPIC] = TopicConfig(
+                AUTO_CREATE_TOPIC_KEY_TOPIC, default_topic_queue_nums, default_topic_queue_nums,
+                PERM_RW | PERM_INHERIT)
+        self.data_version = DataVersion(now_ms, 0)
+
+    def select(self, topic: str) -> TopicConfig | None:
+        return self.topic_config_table.get(topic)
+
+    def next_version(self, now_ms: int) -> None:
+        self.data_version = DataVersion(now_ms, self.data_version.counter + 1)
+
+    def _put(self, config: TopicConfig, now_ms: int) -> TopicConfig:
+        self.topic_config_table[config.topic_name] = config
+        self.next_version(now_ms)
+        return config
+
+    def create_topic_in_send_message_method(self, topic: str, default_topic: str, client_queue_nums: int,
+                                            topic_sys_flag: int, now_ms: int) -> TopicConfig | None:
+        """A send to an unknown topic: a copy of the default topic (TBW102) if that one may be
+        inherited, with min(client's, default's) queues; None otherwise."""
+        default = self.topic_config_table.get(default_topic)
+        if default is None or not default.perm & PERM_INHERIT:
+            return None
+        if default_topic == AUTO_CREATE_TOPIC_KEY_TOPIC and not self.auto_create_topic_enable:
+            return None
+        queue_nums = max(0, min(client_queue_nums, default.write_queue_nums))
+        return self._put(TopicConfig(topic, queue_nums, queue_nums, default.perm & ~PERM_INHERIT,
+                                     default.topic_filter_type, topic_sys_flag), now_ms)
+
+    def create_topic_in_send_message_back_method(self, topic: str, queue_nums: int, perm: int,
+                                                 topic_sys_flag: int, now_ms: int) -> tuple[TopicConfig, bool]:
+        """A retry topic (consumer heartbeat, send-back): (config, whether it was created now)."""
+        existing = self.topic_config_table.get(topic)
+        if existing is not None:
+            return existing, False
+        return self._put(TopicConfig(topic, queue_nums, queue_nums, perm, topic_sys_flag=topic_sys_flag), now_ms), True
+
+    def replace_all(self, table: dict[str, TopicConfig], data_version: DataVersion) -> None:
+        """A slave takes its master's table and version (SlaveSynchronize.syncTopicConfig)."""
+        self.topic_config_table.clear()
+        self.topic_config_table.update(table)
+        self.data_version = data_version
+
+    def registered_table(self, broker_permission: int) -> dict[str, TopicConfig]:
+        """The table a registration carries: a broker that is not read-write gives every topic its
+        own permission (BrokerController.doRegisterBrokerAll)."""
+        if broker_permission & PERM_RW == PERM_RW:
+            return self.topic_config_table
+        return {name: TopicConfig(name, tc.read_queue_nums, tc.write_queue_nums, broker_permission)
+                for name, tc in self.topic_config_table.items()}
