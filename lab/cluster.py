@@ -71,12 +71,10 @@ class Cluster:
             serverChannelMaxIdleTimeSeconds=c.serverChannelMaxIdleTimeSeconds,
             orderMessageEnable=c.orderMessageEnable,
         )
-        node = self.node(name)
         server = NameServer(config, listener=lambda kind, fields: self._on_ns_event(name, kind, fields))
         listener, address = await self.network.listen(name, self.port(port))
         self.nameservers[name] = server
         self._tables_key.pop(name, None)
-        node.emit("node.start", role="nameserver", address=address)
         await server.serve([listener], task_status=task_status, started=address)
 
     def _on_ns_event(self, name: str, kind: str, fields: dict) -> None:
@@ -156,7 +154,7 @@ class Cluster:
         """Start every node, NameServers first; report the NameServer addresses; run until
         cancelled."""
         async with trio.open_nursery() as nursery:
-            self.supervisor = Supervisor(nursery, on_exit=self._on_node_exit)
+            self.supervisor = Supervisor(nursery, on_start=self._on_node_start, on_exit=self._on_node_exit)
             self._add_nodes()
             for name in self.supervisor.nodes:  # NameServers, brokers, consumers, producers
                 await self.supervisor.start(name)
@@ -168,6 +166,9 @@ class Cluster:
         for role in ("producer", "consumer", "broker", "nameserver"):
             for handle in self._handles(role):
                 await self.supervisor.stop(handle.name)
+
+    def _on_node_start(self, handle: NodeHandle) -> None:
+        self.events.emit(handle.name, "node.start", role=handle.role, address=handle.address)
 
     def _on_node_exit(self, handle: NodeHandle) -> None:
         self.network.close_node(handle.name)

@@ -28,9 +28,11 @@ class NodeHandle:
 
 
 class Supervisor:
-    def __init__(self, nursery: trio.Nursery, on_exit: Callable[[NodeHandle], None] | None = None):
+    def __init__(self, nursery: trio.Nursery, *, on_start: Callable[[NodeHandle], None] | None = None,
+                 on_exit: Callable[[NodeHandle], None] | None = None):
         self.nursery = nursery
         self.nodes: dict[str, NodeHandle] = {}
+        self.on_start = on_start
         self.on_exit = on_exit
 
     def add(self, name: str, role: str, body: Body, stop: Callable[[], Awaitable[None]] | None = None) -> NodeHandle:
@@ -45,6 +47,8 @@ class Supervisor:
         handle.scope, handle.done, handle.error = trio.CancelScope(), trio.Event(), None
         handle.address = await self.nursery.start(self._run, handle)
         handle.state = "up"
+        if self.on_start is not None:
+            self.on_start(handle)
         return handle
 
     async def _run(self, handle: NodeHandle, task_status=trio.TASK_STATUS_IGNORED) -> None:
