@@ -285,13 +285,17 @@ class TcpNetwork(Network):
 
     async def _relay_connection(self, src: str, dst: str, inbound: trio.SocketStream) -> None:
         address = self.address_of.get(dst)
+        outbound = None
         try:
-            if address is None or self.node_at.get(address) != dst:
-                raise OSError(errno.ECONNREFUSED, "refused")
-            host, _, port = address.rpartition(":")
-            outbound = await trio.open_tcp_stream(host, int(port))
+            if address is not None and self.node_at.get(address) == dst:
+                host, _, port = address.rpartition(":")
+                outbound = await trio.open_tcp_stream(host, int(port))
         except OSError:
-            await trio.aclose_forcefully(inbound)  # refused: the dialler sees the close
+            pass
+        finally:
+            if outbound is None:  # refused, or cancelled while dialling: the dialler sees the close
+                await trio.aclose_forcefully(inbound)
+        if outbound is None:
             return
         conn = _RelayedConnection(inbound, outbound)
         self._track(src, conn)

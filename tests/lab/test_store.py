@@ -62,6 +62,7 @@ def test_the_file_keeps_messages_and_offsets_across_a_reopen(tmp_path):
     assert bodies(reopened.get("T", 0, 0, 32)) == [b"kept"] and bodies(reopened.get("U", 2, 0, 32)) == [b"also kept"]
     assert reopened.consumer_offsets == {("cg", "T", 0): 1}
     assert put(reopened, b"next").commit_log_offset == store.max_physical_offset
+    reopened.close()
 
 
 def test_a_torn_last_record_is_dropped_and_later_appends_still_read_back(tmp_path):
@@ -76,7 +77,9 @@ def test_a_torn_last_record_is_dropped_and_later_appends_still_read_back(tmp_pat
     assert bodies(reopened.get("T", 0, 0, 32)) == [b"whole"]
     put(reopened, b"after")
     reopened.close()
-    assert bodies(MessageStore(path).get("T", 0, 0, 32)) == [b"whole", b"after"]
+    again = MessageStore(path)
+    assert bodies(again.get("T", 0, 0, 32)) == [b"whole", b"after"]
+    again.close()
 
 
 def test_an_unchanged_consumer_offset_is_not_written_again(tmp_path):
@@ -86,6 +89,7 @@ def test_an_unchanged_consumer_offset_is_not_written_again(tmp_path):
     size = path.stat().st_size
     store.commit_offset("cg", "T", 0, 5)  # clients resend unchanged offsets every 5 s
     assert path.stat().st_size == size
+    store.close()
 
 
 def test_put_assigns_offsets_to_the_record_it_writes():
