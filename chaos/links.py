@@ -69,6 +69,7 @@ class Links:
     base_loss: float = 0.0
     blocked: set[tuple[str, str]] = field(default_factory=set)
     isolated: set[str] = field(default_factory=set)
+    frozen: set[str] = field(default_factory=set)  # processes stopped: not a network fault, heal keeps them
     toxics: dict[tuple[str, str], dict[str, Toxic]] = field(default_factory=dict)
 
     # --- partitions -------------------------------------------------------------------------
@@ -96,13 +97,16 @@ class Links:
         self.toxics.clear()
 
     def reachable(self, src: str, dst: str) -> bool:
-        if src != dst and (src in self.isolated or dst in self.isolated):
+        if src != dst and (src in self.isolated or dst in self.isolated
+                           or src in self.frozen or dst in self.frozen):
             return False
         return (src, dst) not in self.blocked
 
     # --- toxics -------------------------------------------------------------------------------
 
     def add_toxic(self, src: str, dst: str, toxic: Toxic) -> None:
+        """A toxic on the link src -> dst; dst "*" means every link out of src, src "*" every
+        link into dst."""
         self.toxics.setdefault((src, dst), {})[toxic.kind] = toxic
 
     def remove_toxic(self, src: str, dst: str, kind: str | None = None) -> None:
@@ -111,10 +115,18 @@ class Links:
         else:
             self.toxics.get((src, dst), {}).pop(kind, None)
 
+    def _toxics_on(self, src: str, dst: str) -> dict[str, Toxic] | None:
+        if not self.toxics:
+            return None
+        found = {}
+        for key in ((src, "*"), ("*", dst), (src, dst)):  # the most specific wins
+            found.update(self.toxics.get(key, {}))
+        return found
+
     def plan(self, src: str, dst: str, nbytes: int, rng: random.Random) -> Plan:
         if not self.reachable(src, dst):
             return HOLD
-        toxics = self.toxics.get((src, dst))
+        toxics = self._toxics_on(src, dst)
         delay, transmit = self.base_latency, 0.0
         if self.base_jitter:
             delay += rng.uniform(-self.base_jitter, self.base_jitter)

@@ -59,6 +59,15 @@ class Network:
         self.links.heal()
         self._notify()
 
+    def freeze(self, node: str) -> None:
+        """The node's process stops: its connections stay open and its bytes wait in the network."""
+        self.links.frozen.add(node)
+        self._notify()
+
+    def unfreeze(self, node: str) -> None:
+        self.links.frozen.discard(node)
+        self._notify()
+
     def add_toxic(self, src: str, dst: str, toxic: Toxic) -> None:
         self.links.add_toxic(src, dst, toxic)
         self._notify()

@@ -236,6 +236,17 @@ class Broker:
         self.node.emit("broker.permission", perm=perm)
         await self.register_broker_all("permission")
 
+    def grow_topics(self, count: int, prefix: str = "GrownTopic") -> None:
+        """Create `count` topics at once (UPDATE_AND_CREATE_TOPIC in bulk): the next registration
+        carries all of them — the seeds' oversized heartbeat."""
+        table = self.topic_config_manager.topic_config_table
+        for i in range(count):
+            name = f"{prefix}{i:06d}"
+            table.setdefault(name, TopicConfig(name, 8, 8, PERM_RW))
+        self.topic_config_manager.next_version(now_ms())
+        self.node.emit("broker.topic", topic=f"{prefix}*", queues=8, perm=PERM_RW, reason=f"grow {count}")
+        self._topics_changed.set()
+
     # --- connections ------------------------------------------------------------------------------
 
     async def _handle_stream(self, stream: trio.abc.Stream) -> None:

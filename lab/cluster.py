@@ -53,8 +53,15 @@ class Cluster:
         # Each node draws from its own RNG, so one node's randomness never shifts another's.
         return Node(name, self.network, self.events, self.config, random.Random(f"{self.seed}:{name}"))
 
-    def port(self, port: int) -> int:
-        return 0 if self.sockets else port  # real sockets take free ports; the simulation is fixed
+    def port(self, name: str, port: int) -> int:
+        """Simulated nodes use fixed ports; real sockets take a free port the first time and keep
+        it across restarts, since brokers and clients hold the address."""
+        if not self.sockets:
+            return port
+        handle = self.supervisor.nodes.get(name)
+        if handle is not None and handle.address:
+            return int(handle.address.rpartition(":")[2])
+        return 0
 
     @property
     def namesrv_addrs(self) -> list[str]:
@@ -72,7 +79,7 @@ class Cluster:
             orderMessageEnable=c.orderMessageEnable,
         )
         server = NameServer(config, listener=lambda kind, fields: self._on_ns_event(name, kind, fields))
-        listener, address = await self.network.listen(name, self.port(port))
+        listener, address = await self.network.listen(name, self.port(name, port))
         self.nameservers[name] = server
         self._tables_key.pop(name, None)
         await server.serve([listener], task_status=task_status, started=address)
@@ -103,7 +110,7 @@ class Cluster:
         broker = Broker(self.node(spec.name), broker_name=spec.broker_name, broker_id=spec.broker_id,
                         cluster_name=self.config.cluster.clusterName, namesrv_addrs=self.namesrv_addrs,
                         store=self.store(spec.name), topics=self._broker_topics(spec.name),
-                        port=self.port(spec.port))
+                        port=self.port(spec.name, spec.port))
         self.brokers[spec.name] = broker
         await broker.run(task_status=task_status)
 
@@ -133,6 +140,19 @@ class Cluster:
             await consumer.start()
             task_status.started()
             await trio.sleep_forever()
+
+    async def add_client(self, role: str) -> tuple[str, str | None]:
+        """Start a new producer or consumer mid-run: (its name, None) or (its name, why it failed)."""
+        index = sum(1 for h in self.supervisor.nodes.values() if h.role == role)
+        name = f"{role}-{index}"
+        run = self._run_producer if role == "producer" else self._run_consumer
+        self.supervisor.add(name, role, lambda task_status: run(name, task_status),
+                            stop=lambda: self.clients[name].shutdown())
+        try:
+            await self.supervisor.start(name)
+        except Exception as e:  # e.g. every NameServer down: a new client cannot start
+            return name, str(e)
+        return name, None
 
     def _add_nodes(self) -> None:
         add = self.supervisor.add

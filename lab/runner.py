@@ -15,7 +15,7 @@ import random
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Awaitable, Callable
 
 import trio
 import trio.testing
@@ -73,10 +73,14 @@ def make_network(options: RunOptions, config: LabConfig, nursery: trio.Nursery) 
 
 async def run_cluster(config: LabConfig, options: RunOptions, *,
                       on_ready: Callable[[Cluster], None] | None = None,
-                      scenario: str | None = None, stop: trio.Event | None = None) -> RunResult:
-    """Run until the duration ends or `stop` is set, then shut the cluster down gracefully."""
+                      scenario: str | None = None, stop: trio.Event | None = None,
+                      driver: Callable[[Cluster, EventLog, trio.Nursery], Awaitable[None]] | None = None,
+                      subscribers: list[Callable[[dict], None]] = ()) -> RunResult:
+    """Run until the duration ends or `stop` is set — or, given a driver (a scenario's timeline),
+    until the driver returns — then shut the cluster down gracefully."""
     wall_start = time.monotonic()
     events = EventLog(trio.current_time, options.events_path)
+    events.subscribers.extend(subscribers)  # from the first record on
     try:
         async with trio.open_nursery() as nursery:
             network = make_network(options, config, nursery)
@@ -88,8 +92,11 @@ async def run_cluster(config: LabConfig, options: RunOptions, *,
             await nursery.start(cluster.run)
             if on_ready is not None:
                 on_ready(cluster)
-            with trio.move_on_after(options.duration if options.duration is not None else math.inf):
-                await (stop if stop is not None else trio.Event()).wait()
+            if driver is not None:
+                await driver(cluster, events, nursery)
+            else:
+                with trio.move_on_after(options.duration if options.duration is not None else math.inf):
+                    await (stop if stop is not None else trio.Event()).wait()
             await cluster.shutdown()
             events.emit("lab", "run.end")
             nursery.cancel_scope.cancel()

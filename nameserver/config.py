@@ -6,16 +6,20 @@ import re
 from dataclasses import dataclass, fields
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
+_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
 _UNIT = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
 
 
 def parse_duration(text: str | int | float) -> float:
-    """'500ms', '10s', '2m', '1h' or plain seconds ('30', 2.5) -> seconds."""
+    """'500ms', '10s', '2m', '1h', '2m30s' or plain seconds ('30', 2.5) -> seconds."""
     if isinstance(text, (int, float)) and not isinstance(text, bool):
         if text < 0:
             raise ValueError(f"bad duration {text!r}: must not be negative")
         return float(text)
     m = _DURATION.match(str(text))
+    compound = str(text).strip()
+    if not m and compound and _PART.sub("", compound) == "":
+        return sum(float(n) * _UNIT[u] for n, u in _PART.findall(compound))
     if not m:
         raise ValueError(f"bad duration {text!r}: use seconds or a number with ms, s, m or h (10s, 2m)")
     return float(m.group(1)) * _UNIT[m.group(2)]

@@ -49,6 +49,7 @@ class PullResult(NamedTuple):
     max_offset: int
     suggest_which_broker_id: int
     body: bytes | None
+    broker_addr: str  # who answered: the master, or a slave
 
 
 def _body(response: RemotingCommand) -> object:
@@ -157,7 +158,7 @@ class MQClientAPI:
     async def pull_message(self, addr: str, fields: dict, timeout: float) -> PullResult:
         return await self._call(addr, RequestCode.PULL_MESSAGE, fields, timeout, lambda r: PullResult(
             r.code, r.require_int("nextBeginOffset"), r.require_int("minOffset"), r.require_int("maxOffset"),
-            r.require_int("suggestWhichBrokerId"), r.body), ok=PULL_CODES)
+            r.require_int("suggestWhichBrokerId"), r.body, addr), ok=PULL_CODES)
 
     async def get_consumer_id_list_by_group(self, addr: str, consumer_group: str, timeout: float) -> list[str]:
         return await self._call(addr, RequestCode.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": consumer_group},

@@ -252,7 +252,7 @@ class Consumer:
         for msg in decode_messages(result.body or b""):
             msg_id = msg.properties.get("UNIQ_KEY") or offset_msg_id(msg.store_host, msg.commit_log_offset)
             self.node.emit("consumer.consume", msg_id=msg_id, topic=mq.topic, broker=mq.broker_name,
-                           queue=mq.queue_id, offset=msg.queue_offset)
+                           queue=mq.queue_id, offset=msg.queue_offset, broker_addr=result.broker_addr)
             self.consumed += 1
 
     async def _offset_moved(self, mq: MessageQueue, offset: int, next_begin_offset: int,

@@ -1,0 +1,188 @@
+"""The fault vocabulary: verbs, their arguments, and one parser for words and for scenario tables.
+
+The same Fault comes from `nslab chaos partition A,B / C,D`, from a scenario's
+`{ at = "2m", fault = "partition", groups = [["A","B"],["C","D"]] }`, and (later) from the TUI.
+Generic verbs live here; the lab registers its RocketMQ operations (ns-down, wipe-perm, ...) as
+more VerbSpecs, so this module stays ignorant of RocketMQ.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .links import Toxic
+
+
+class FaultError(ValueError):
+    """A fault that does not parse; the message says what was expected."""
+
+
+@dataclass(frozen=True)
+class VerbSpec:
+    name: str
+    takes: str  # none | node | nodes | groups | toxic | client
+    help: str
+
+
+@dataclass(frozen=True)
+class Fault:
+    verb: str
+    nodes: tuple[str, ...] = ()
+    groups: tuple[tuple[str, ...], ...] = ()
+    one_way: bool = False
+    toxic: Toxic | None = None
+    params: tuple[tuple[str, object], ...] = ()
+
+    def describe(self) -> str:
+        if self.groups:
+            sep = " -> " if self.one_way else " / "
+            return f"{self.verb} " + sep.join(",".join(g) for g in self.groups)
+        parts = [self.verb, *self.nodes]
+        if self.toxic is not None:
+            parts.append(self.toxic.describe())
+        parts += [f"{k}={v}" for k, v in self.params]
+        return " ".join(parts)
+
+    def to_record(self) -> dict:
+        """The fault as plain data, for the event log."""
+        record: dict = {"verb": self.verb}
+        if self.nodes:
+            record["nodes"] = list(self.nodes)
+        if self.groups:
+            record["groups"] = [list(g) for g in self.groups]
+            record["one_way"] = self.one_way
+        if self.toxic is not None:
+            record["toxic"] = self.toxic.describe()
+        record.update(self.params)
+        return record
+
+
+GENERIC_VERBS = [
+    VerbSpec("kill", "node", "kill a node: its process dies, its connections close at once"),
+    VerbSpec("freeze", "node", "freeze a node (SIGSTOP): connections stay open, nothing flows"),
+    VerbSpec("unfreeze", "node", "resume a frozen node (SIGCONT)"),
+    VerbSpec("restart", "node", "start a killed or stopped node again (a running one is killed first)"),
+    VerbSpec("stop", "node", "stop a node gracefully (a broker unregisters first)"),
+    VerbSpec("partition", "groups", "cut the network between groups: A,B / C,D (one-way: A,B -> C,D)"),
+    VerbSpec("isolate", "node", "cut every link of a node"),
+    VerbSpec("heal", "none", "heal every partition, isolation and toxic"),
+    VerbSpec("toxic", "toxic", "a link toxic: toxic NODE[:PEER] latency=100ms jitter=10ms | loss=0.1 | "
+                               "bandwidth=10k | blackhole | reset"),
+]
+
+
+def _nodes(text: str) -> tuple[str, ...]:
+    return tuple(n for n in (p.strip() for p in text.split(",")) if n)
+
+
+def parse_groups(words: list[str]) -> tuple[tuple[tuple[str, ...], ...], bool]:
+    """`A,B / C,D` (symmetric) or `A,B -> C,D` (one-way, from the left to the right)."""
+    text = " ".join(words)
+    one_way = "->" in text
+    groups = tuple(_nodes(part) for part in text.replace("->", "/").split("/"))
+    if len(groups) < 2 or any(not g for g in groups):
+        raise FaultError("partition takes two or more groups: A,B / C,D (or A,B -> C,D for one way)")
+    return groups, one_way
+
+
+_SIZE = {"": 1, "b": 1, "k": 1024, "kb": 1024, "kib": 1024, "m": 1024 ** 2, "mb": 1024 ** 2, "mib": 1024 ** 2}
+
+
+def parse_rate(text: str) -> float:
+    """Bytes per second: `10k`, `1.5m`, `512`, optionally ending in /s."""
+    t = str(text).strip().lower().removesuffix("/s")
+    number = t.rstrip("kmib")
+    unit = t[len(number):]
+    if unit not in _SIZE or not number:
+        raise FaultError(f"bad rate {text!r}: use bytes per second such as 512, 10k, 1m")
+    return float(number) * _SIZE[unit]
+
+
+def parse_toxic(kind: str, params: dict[str, str], parse_duration) -> Toxic:
+    try:
+        if kind == "latency":
+            return Toxic("latency", latency=parse_duration(params.get("latency", params.get("value", "100ms"))),
+                         jitter=parse_duration(params.get("jitter", 0)))
+        if kind == "loss":
+            return Toxic("loss", probability=float(params.get("probability", params.get("value", 0.1))))
+        if kind == "bandwidth":
+            return Toxic("bandwidth", rate=parse_rate(params.get("rate", params.get("value", "10k"))))
+        return Toxic(kind)
+    except ValueError as e:
+        raise FaultError(str(e)) from None
+
+
+@dataclass
+class Vocabulary:
+    """The verbs a lab understands, and how to read them from words or a scenario table."""
+
+    parse_duration: object  # str -> seconds; passed in, so chaos needs no config module
+    specs: dict[str, VerbSpec] = field(default_factory=dict)
+
+    def __post_init__(self):
+        for spec in GENERIC_VERBS:
+            self.specs.setdefault(spec.name, spec)
+
+    def add(self, spec: VerbSpec) -> None:
+        self.specs[spec.name] = spec
+
+    def help(self) -> str:
+        return "\n".join(f"  {s.name:<10} {s.help}" for s in self.specs.values())
+
+    def parse_words(self, words: list[str]) -> Fault:
+        """`kill broker-a-0`, `partition ns-0,broker-a-0 / ns-1`, `toxic broker-a-0:ns-0 latency=2s`."""
+        if not words:
+            raise FaultError("no fault given; verbs:\n" + self.help())
+        verb, args = words[0], words[1:]
+        spec = self.specs.get(verb)
+        if spec is None:
+            raise FaultError(f"unknown fault {verb!r}; verbs:\n" + self.help())
+        if spec.takes == "none":
+            if args:
+                raise FaultError(f"{verb} takes no arguments")
+            return Fault(verb)
+        if spec.takes == "groups":
+            groups, one_way = parse_groups(args)
+            return Fault(verb, groups=groups, one_way=one_way)
+        if not args:
+            raise FaultError(f"{verb} needs a node: {spec.help}")
+        params = dict(a.split("=", 1) for a in args[1:] if "=" in a)
+        flags = [a for a in args[1:] if "=" not in a]
+        if spec.takes == "toxic":
+            if not flags:
+                raise FaultError("toxic needs a kind: latency, loss, bandwidth, blackhole or reset")
+            return Fault(verb, nodes=_nodes(args[0].replace(":", ",")),
+                         toxic=parse_toxic(flags[0], params, self.parse_duration))
+        if flags and spec.takes != "nodes":
+            raise FaultError(f"{verb}: unexpected {' '.join(flags)!r}")
+        return Fault(verb, nodes=_nodes(args[0]) + tuple(flags if spec.takes == "nodes" else ()),
+                     params=tuple(sorted(params.items())))
+
+    def parse_table(self, table: dict) -> Fault:
+        """A scenario timeline entry: {fault = "kill", node = "broker-a-0"}, {fault = "partition",
+        groups = [[...], [...]], one_way = true}, {fault = "toxic", node = "a", peer = "b",
+        kind = "latency", latency = "2s"}. Raises FaultError naming the key at fault."""
+        verb = table.get("fault")
+        spec = self.specs.get(verb) if isinstance(verb, str) else None
+        if spec is None:
+            raise FaultError(f"fault: unknown fault {verb!r} (verbs: {', '.join(self.specs)})")
+        if spec.takes == "groups":
+            groups = table.get("groups")
+            if not isinstance(groups, list) or len(groups) < 2 or not all(isinstance(g, list) and g for g in groups):
+                raise FaultError('groups: a partition takes a list of node lists, e.g. [["ns-0"], ["ns-1"]]')
+            return Fault(verb, groups=tuple(tuple(str(n) for n in g) for g in groups),
+                         one_way=bool(table.get("one_way", False)))
+        if spec.takes == "none":
+            return Fault(verb)
+        node = table.get("node")
+        if not isinstance(node, str) or not node:
+            raise FaultError(f"node: {verb} needs a node name")
+        if spec.takes == "toxic":
+            kind = table.get("kind")
+            if not isinstance(kind, str):
+                raise FaultError("kind: a toxic needs a kind (latency, loss, bandwidth, blackhole, reset)")
+            peer = table.get("peer")
+            params = {k: str(v) for k, v in table.items() if k not in ("at", "fault", "node", "peer", "kind")}
+            return Fault(verb, nodes=(node, peer) if peer else (node,), toxic=parse_toxic(kind, params, self.parse_duration))
+        params = tuple(sorted((k, v) for k, v in table.items() if k not in ("at", "fault", "node")))
+        return Fault(verb, nodes=(node,), params=params)

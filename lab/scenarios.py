@@ -1,0 +1,187 @@
+"""Running a scenario: check everything before the run, play the timeline on the cluster, check
+the expectations as the run goes, and give a verdict Jepsen's way (valid / invalid / unknown).
+
+Bundled scenarios live in chaos/scenarios/*.toml; docs/scenarios.md is their reference.
+"""
+
+from __future__ import annotations
+
+import time
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import trio
+
+import chaos
+from chaos.checks import Checker, Result
+from chaos.faults import FaultError
+from chaos.scenario import Scenario, ScenarioError, load_scenario
+
+from . import expectations
+from .config import ConfigError, LabConfig, apply_overrides, apply_table
+from .control import LabControl, validate, vocabulary
+from .runner import RunOptions, deterministic_scheduling, make_clock, run_cluster
+from .topology import Topology, plan
+
+BUNDLED = Path(chaos.__file__).resolve().parent / "scenarios"
+TICK = 1.0  # seconds of run time between checks of time-based expectations
+DRAIN = 30.0  # after the timeline: producers stop, consumers get this long to catch up
+
+EXIT_VALID, EXIT_INVALID, EXIT_UNKNOWN = 0, 1, 2
+
+
+def bundled() -> list[Path]:
+    return sorted(BUNDLED.glob("*.toml"))
+
+
+def find(name_or_path: str) -> Path:
+    path = Path(name_or_path)
+    if path.suffix == ".toml" or path.exists():
+        return path
+    candidate = BUNDLED / f"{name_or_path}.toml"
+    if candidate.exists():
+        return candidate
+    names = ", ".join(p.stem for p in bundled())
+    raise ScenarioError(f"no scenario {name_or_path!r}: give a .toml file or one of: {names}")
+
+
+@dataclass
+class Prepared:
+    scenario: Scenario
+    config: LabConfig
+    topology: Topology
+    seed: int
+
+
+def prepare(name_or_path: str, *, seed: int | None = None, overrides: list[str] = ()) -> Prepared:
+    """Everything a run needs, checked: config keys, node names, expectations. Raises ScenarioError
+    or ConfigError naming file, line and key."""
+    scenario = load_scenario(find(name_or_path), vocabulary())
+    config = LabConfig()
+    apply_table(config, scenario.config_table, path=str(scenario.path), text=scenario.text)
+    apply_overrides(config, overrides)
+    if seed is None:
+        seed = scenario.seed if scenario.seed is not None else 1
+    topology = plan(config, seed)
+    roles = topology.roles()
+    broker_names = {b.broker_name for b in topology.brokers}
+    for step in scenario.timeline:
+        try:
+            validate(step.fault, roles, broker_names)
+        except FaultError as e:
+            key = "groups" if step.fault.groups else "node"
+            raise scenario.error(str(e), "timeline", step.index, key) from None
+    expectations.build(scenario, config, topology, expectations.ClusterView())  # validation only
+    return Prepared(scenario, config, topology, seed)
+
+
+@dataclass
+class Verdict:
+    scenario: str
+    seed: int
+    results: list[Result] = field(default_factory=list)
+    virtual_seconds: float = 0.0
+    wall_seconds: float = 0.0
+    event_count: int = 0
+    event_log_sha256: str = ""
+    error: str | None = None  # the run could not be judged
+
+    @property
+    def valid(self) -> bool | None:
+        if self.error is not None:
+            return None
+        return all(r.ok for r in self.results)
+
+    @property
+    def exit_code(self) -> int:
+        return {True: EXIT_VALID, False: EXIT_INVALID, None: EXIT_UNKNOWN}[self.valid]
+
+    def to_dict(self) -> dict:
+        return {
+            "scenario": self.scenario, "seed": self.seed, "valid": self.valid,
+            "virtual_seconds": round(self.virtual_seconds, 3), "wall_seconds": round(self.wall_seconds, 3),
+            "event_count": self.event_count, "event_log_sha256": self.event_log_sha256,
+            "expectations": [r.to_dict() for r in self.results],
+            **({"error": self.error} if self.error else {}),
+        }
+
+    def junit(self) -> str:
+        failures = sum(not r.ok for r in self.results)
+        suite = ET.Element("testsuite", name=f"nslab.{self.scenario}", tests=str(len(self.results)),
+                           failures=str(failures), errors="1" if self.error else "0",
+                           time=f"{self.wall_seconds:.3f}")
+        ET.SubElement(ET.SubElement(suite, "properties"), "property", name="seed", value=str(self.seed))
+        for r in self.results:
+            case = ET.SubElement(suite, "testcase", classname=f"nslab.{self.scenario}", name=r.name)
+            if not r.ok:
+                ET.SubElement(case, "failure", message=r.detail).text = r.detail
+        if self.error:
+            case = ET.SubElement(suite, "testcase", classname=f"nslab.{self.scenario}", name="run")
+            ET.SubElement(case, "error", message=self.error).text = self.error
+        return ET.tostring(suite, encoding="unicode", xml_declaration=True)
+
+
+def run(prepared: Prepared, options: RunOptions, *, on_result=None) -> Verdict:
+    """Run a prepared scenario. options.sim selects the simulated network on virtual time."""
+    options.seed = prepared.seed
+    if options.sim:
+        deterministic_scheduling(prepared.seed)
+    return trio.run(lambda: run_async(prepared, options, on_result=on_result), clock=make_clock(options))
+
+
+async def run_async(prepared: Prepared, options: RunOptions, *, on_result=None) -> Verdict:
+    scenario = prepared.scenario
+    verdict = Verdict(scenario.name, prepared.seed)
+    view = expectations.ClusterView()
+    log: list = []  # the run's EventLog, once it exists
+
+    def decided(result: Result) -> None:
+        if log:  # decisions before the cluster is up are rare; on_result still hears them
+            log[0].emit("lab", "check.result", name=result.name, ok=result.ok, detail=result.detail)
+        if on_result is not None:
+            on_result(result)
+
+    checker = Checker(expectations.build(scenario, prepared.config, prepared.topology, view), on_decided=decided)
+
+    async def driver(cluster, events, nursery) -> None:
+        log.append(events)
+        control = LabControl(cluster, nursery)
+        start = trio.current_time()
+
+        async def ticks():
+            while True:
+                checker.tick(events.now())
+                await trio.sleep(TICK)
+
+        async with trio.open_nursery() as timeline:
+            timeline.start_soon(ticks)
+            for step in scenario.timeline:
+                await trio.sleep_until(start + step.at)
+                await control.apply(step.fault, source="scenario")
+            await trio.sleep_until(start + scenario.duration)
+            for name, handle in list(cluster.supervisor.nodes.items()):
+                if handle.role == "producer":
+                    await cluster.supervisor.stop(name)
+            await trio.sleep(DRAIN)
+            timeline.cancel_scope.cancel()
+        verdict.results = checker.finish(events.now())
+        crashed = [h for h in cluster.supervisor.nodes.values() if h.state == "crashed" and h.role != "producer"
+                   and h.role != "consumer"]
+        if crashed:
+            verdict.error = "; ".join(f"{h.name} crashed: {h.error}" for h in crashed)
+
+    wall = time.monotonic()
+    try:
+        result = await run_cluster(prepared.config, options, scenario=scenario.name, driver=driver,
+                                   subscribers=[view.observe, checker.observe])
+    except Exception as e:  # a bug in the lab: this run says nothing about the system under test
+        verdict.error = f"{type(e).__name__}: {e}"
+        verdict.wall_seconds = time.monotonic() - wall
+        return verdict
+    verdict.virtual_seconds, verdict.wall_seconds = result.virtual_seconds, result.wall_seconds
+    verdict.event_count, verdict.event_log_sha256 = result.event_count, result.event_log_sha256
+    return verdict
+
+
+__all__ = ["ConfigError", "ScenarioError", "Verdict", "bundled", "find", "prepare", "run"]
