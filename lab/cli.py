@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import argparse
+import json
+import math
 import signal
 import sys
 from pathlib import Path
 
 import trio
 
+from chaos.scenario import ScenarioError, load_scenario
 from nameserver import cli as nameserver_cli
 
+from . import live, scenarios
 from .config import ConfigError, load_config
+from .control import LabControl, vocabulary
 from .runner import RunOptions, deterministic_scheduling, make_clock, run_cluster
 
 
@@ -24,43 +29,86 @@ def build_parser() -> argparse.ArgumentParser:
     ns.set_defaults(run=nameserver_cli.run)
 
     up = sub.add_parser("up", help="run the lab cluster", description=(
-        "Run the default cluster (or --config FILE): NameServers, brokers, producers, consumers."))
+        "Run the default cluster (or --config FILE): NameServers, brokers, producers, consumers. "
+        "Break it from another terminal with `nslab chaos`."))
     up.add_argument("--headless", action="store_true", help="no UI: run until --duration ends or Ctrl-C")
+    up.add_argument("--duration", type=nameserver_cli.duration, metavar="D", help="stop after D (e.g. 10m)")
+    up.add_argument("--config", type=Path, metavar="FILE", help="cluster configuration (TOML)")
     up.add_argument("--sim", action="store_true",
                     help="simulated network and virtual time (deterministic for a seed)")
-    up.add_argument("--seed", type=int, help="seed for every random choice (default: random, printed)")
-    up.add_argument("--speed", type=float, help="time runs this many times faster than real time")
-    up.add_argument("--duration", type=nameserver_cli.duration, metavar="D", help="stop after D (e.g. 10m)")
-    up.add_argument("--events", type=Path, metavar="FILE", help="write the event log to FILE")
-    up.add_argument("--config", type=Path, metavar="FILE", help="cluster configuration (TOML)")
-    up.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                    help="override a config key, e.g. client.pollNameServerInterval=10s (repeatable)")
+    _run_options(up)
     up.set_defaults(run=run_up)
+
+    run = sub.add_parser("run", help="run a chaos scenario and give a verdict", description=(
+        "Run a scenario (a bundled name or a .toml file) and check its expectations as it goes. "
+        "Exit 0 when every expectation holds, 1 when one fails, 2 when the run could not be judged."))
+    run.add_argument("scenario", metavar="FILE-or-NAME")
+    run.add_argument("--sockets", action="store_true", help="real loopback sockets instead of the simulation")
+    run.add_argument("--junit", type=Path, metavar="FILE", help="write JUnit XML for CI systems")
+    run.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    _run_options(run)
+    run.set_defaults(run=run_scenario)
+
+    sc = sub.add_parser("scenarios", help="list the bundled scenarios, a line each")
+    sc.set_defaults(run=list_scenarios)
+
+    chaos = sub.add_parser("chaos", help="break a running lab from another terminal", description=(
+        "Act on the lab running on this machine: status | kill NODE | freeze NODE | unfreeze NODE | "
+        "restart NODE | stop NODE | partition A,B / C,D | isolate NODE | heal | ns-down NODE|all | "
+        "ns-up NODE|all | wipe-perm BROKER | add-perm BROKER | toxic NODE[:PEER] KIND [k=v] | "
+        "new-client producer|consumer | grow-topics BROKER count=N"),
+        epilog="verbs:\n" + vocabulary().help(), formatter_class=argparse.RawDescriptionHelpFormatter)
+    chaos.add_argument("--lab", metavar="PID", help="which lab, when several run")
+    chaos.add_argument("words", nargs=argparse.REMAINDER, metavar="VERB ...")
+    chaos.set_defaults(run=run_chaos)
     return parser
 
 
+def _run_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--seed", type=int, help="seed for every random choice (printed; replays the run)")
+    parser.add_argument("--speed", type=float, help="time runs this many times faster than real time")
+    parser.add_argument("--events", type=Path, metavar="FILE", help="write the event log to FILE")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a config key, e.g. client.pollNameServerInterval=10s (repeatable)")
+
+
+def _fail(command: str, error: Exception, code: int = 2) -> int:
+    print(f"nslab {command}: {error}", file=sys.stderr)
+    return code
+
+
+# --- nslab up -----------------------------------------------------------------------------------
+
 def run_up(args: argparse.Namespace) -> int:
     if not args.headless:
-        print("nslab up: the terminal UI is not built yet; run with --headless", file=sys.stderr)
-        return 2
+        return _fail("up", "the terminal UI is not built yet; run with --headless")
     try:
         config = load_config(args.config, args.set)
     except ConfigError as e:
-        print(f"nslab up: {e}", file=sys.stderr)
-        return 2
+        return _fail("up", e)
     options = RunOptions(sim=args.sim, speed=args.speed, duration=args.duration, events_path=args.events)
     if args.seed is not None:
         options.seed = args.seed
     if options.sim:
         deterministic_scheduling(options.seed)
-
-    def ready(cluster) -> None:
-        if not options.sim:
-            print("NAMESRV_ADDR=" + ";".join(cluster.namesrv_addrs), flush=True)
-        print(f"seed={options.seed} mode={'sim' if options.sim else 'sockets'}", flush=True)
+    mode = "sim" if options.sim else "sockets"
 
     async def main():
         stop = trio.Event()
+
+        async def drive(cluster, events, nursery):
+            addrs = ";".join(cluster.namesrv_addrs)
+            if not options.sim:
+                print(f"NAMESRV_ADDR={addrs}", flush=True)
+            print(f"seed={options.seed} mode={mode}", flush=True)
+            server = live.ControlServer(cluster, LabControl(cluster, nursery),
+                                        {"mode": mode, "seed": options.seed, "namesrv_addr": addrs})
+            async with trio.open_nursery() as control:
+                await control.start(server.serve)
+                with trio.move_on_after(options.duration if options.duration is not None else math.inf):
+                    await stop.wait()
+                control.cancel_scope.cancel()
+
         with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
             async with trio.open_nursery() as nursery:
                 async def until_signal():
@@ -68,13 +116,71 @@ def run_up(args: argparse.Namespace) -> int:
                         stop.set()  # graceful: brokers unregister, the log is flushed
                         return
                 nursery.start_soon(until_signal)
-                result = await run_cluster(config, options, on_ready=ready, stop=stop)
+                result = await run_cluster(config, options, driver=drive)
                 print(f"ran {result.virtual_seconds:.1f} virtual s in {result.wall_seconds:.2f} wall s, "
                       f"{result.event_count} events, sha256 {result.event_log_sha256}", flush=True)
                 nursery.cancel_scope.cancel()
 
     trio.run(main, clock=make_clock(options))
     return 0
+
+
+# --- nslab run / scenarios ----------------------------------------------------------------------
+
+def run_scenario(args: argparse.Namespace) -> int:
+    try:
+        prepared = scenarios.prepare(args.scenario, seed=args.seed, overrides=args.set)
+    except (ScenarioError, ConfigError) as e:
+        return _fail("run", e)
+    scenario = prepared.scenario
+    options = RunOptions(sim=not args.sockets, speed=args.speed, events_path=args.events)
+    say = (lambda *a: None) if args.json else (lambda *a: print(*a, flush=True))
+    say(f"scenario {scenario.name}: {scenario.teaches}")
+    say(f"seed {prepared.seed}  (replay: nslab run {args.scenario} --seed {prepared.seed}"
+        + "".join(f" --set {s}" for s in args.set) + ")")
+    say(f"mode {'sockets' if args.sockets else 'sim'}, {scenario.duration:g}s")
+    say("fault profile:")
+    for line in scenario.profile() or ["(no faults)"]:
+        say(f"  {line}")
+    say("expectations, as they are decided:")
+    verdict = scenarios.run(prepared, options, on_result=lambda r: say(
+        f"  {'ok  ' if r.ok else 'FAIL'} {r.name}: {r.detail}"))
+    if args.junit:
+        args.junit.write_text(verdict.junit())
+    if args.json:
+        print(json.dumps(verdict.to_dict()))
+    else:
+        label = {True: "VALID", False: "INVALID", None: "UNKNOWN"}[verdict.valid]
+        if verdict.error:
+            say(f"the run could not be judged: {verdict.error}")
+        say(f"{label}: {sum(r.ok for r in verdict.results)}/{len(verdict.results)} expectations held; "
+            f"{verdict.virtual_seconds:.0f} virtual s in {verdict.wall_seconds:.1f} wall s, "
+            f"{verdict.event_count} events, sha256 {verdict.event_log_sha256}")
+    return verdict.exit_code
+
+
+def list_scenarios(args: argparse.Namespace) -> int:
+    for path in scenarios.bundled():
+        scenario = load_scenario(path, vocabulary())
+        print(f"{scenario.name:<26} {scenario.teaches}")
+    return 0
+
+
+# --- nslab chaos --------------------------------------------------------------------------------
+
+def run_chaos(args: argparse.Namespace) -> int:
+    if not args.words:
+        return _fail("chaos", "say what to do, e.g. `nslab chaos status` or `nslab chaos kill broker-a-0`")
+    try:
+        reply = live.send(args.words, args.lab)
+    except (live.LiveError, OSError) as e:
+        return _fail("chaos", e)
+    print(reply["message"], file=sys.stdout if reply["ok"] else sys.stderr)
+    for row in reply.get("status", []):
+        extra = "".join(f"  {k}={','.join(v) if isinstance(v, list) else v}" for k, v in row.items()
+                        if k not in ("node", "role", "state", "address"))
+        print(f"  {row['node']:<12} {row['role']:<10} {row['state']:<10} {row['address'] or '-':<22}{extra}")
+    return 0 if reply["ok"] else 2
 
 
 def main(argv: list[str] | None = None) -> int:
