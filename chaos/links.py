@@ -115,6 +115,14 @@ class Links:
         else:
             self.toxics.get((src, dst), {}).pop(kind, None)
 
+    def holds(self, src: str, dst: str) -> bool:
+        """Nothing gets through now (a partition, an isolated or frozen node, a black hole): a
+        connection attempt's SYN would go unanswered."""
+        if not self.reachable(src, dst):
+            return True
+        toxics = self._toxics_on(src, dst)
+        return bool(toxics) and "blackhole" in toxics
+
     def _toxics_on(self, src: str, dst: str) -> dict[str, Toxic] | None:
         if not self.toxics:
             return None

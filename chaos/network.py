@@ -17,10 +17,12 @@ from __future__ import annotations
 import errno
 import math
 import random
+from collections import deque
 from typing import Iterable
 
 import trio
 
+from .clock import timer_source
 from .links import Links, Toxic
 
 
@@ -100,89 +102,132 @@ class Network:
 
     async def _wait_reachable(self, src: str, dst: str) -> None:
         # A SYN into a partition is never answered: the caller's connect timeout decides.
-        while not self.links.reachable(src, dst) or not self.links.reachable(dst, src):
+        while self.links.holds(src, dst) or self.links.holds(dst, src):
             await self.links_changed()
 
 
 # --- simulated ----------------------------------------------------------------------------------
 
 class _SimEnd(trio.abc.Stream):
-    """One end of an in-memory connection. Chunks are planned when they are delivered, so a link
-    that changes while bytes are in flight affects them."""
+    """One end of an in-memory connection: what its peer sends to it, in order, as on TCP.
+
+    The chunk at the head of `_in_flight` is planned when it gets there — at once on an idle link,
+    else when the chunk before it arrives — so a link that changes while bytes queue affects them.
+    A delivered chunk lands in `_received` at its due time by a timer (chaos/clock.py) and wakes
+    the reader; a held one waits for the link to change (SimNetwork re-plans it then)."""
 
     def __init__(self, net: SimNetwork, local: str, remote: str):
         self.net, self.local, self.remote = net, local, remote
         self.remote_addr = ""
-        self._inbox_send, self._inbox = trio.open_memory_channel(math.inf)
         self.peer: _SimEnd | None = None
-        self._pending = b""
+        self._in_flight: deque[tuple[float, bytes | None]] = deque()  # (sent at, data); None: EOF
+        self._received = bytearray()
+        self._eof = False
+        self._reader: trio.lowlevel.Task | None = None  # parked in receive_some
         self._last_delivery = -math.inf
         self._broken = False
         self._closed = False
 
     async def send_all(self, data) -> None:
+        # No schedule point unless cancelled: the bytes only join a queue, and every sender next
+        # waits for a reply or a timer anyway — a yield here would cost a scheduler pass per frame.
         if self._closed:
             raise trio.ClosedResourceError("connection closed")
-        await trio.lowlevel.checkpoint()
+        await trio.lowlevel.checkpoint_if_cancelled()
         if self._broken or self.peer is None or self.peer._closed:
             raise trio.BrokenResourceError("connection reset")
         if data:
-            self.peer._inbox_send.send_nowait((trio.current_time(), bytes(data)))
+            self.peer._enqueue(bytes(data))
 
     async def wait_send_all_might_not_block(self) -> None:
         await trio.lowlevel.checkpoint()
 
     async def receive_some(self, max_bytes: int | None = None) -> bytes:
+        await trio.lowlevel.checkpoint_if_cancelled()
+        while not self._received:
+            if self._closed:
+                raise trio.ClosedResourceError("connection closed")
+            if self._broken:
+                raise trio.BrokenResourceError("connection reset")
+            if self._eof:
+                return b""
+            if self._reader is not None:
+                raise trio.BusyResourceError("another task is receiving on this connection")
+            self._reader = trio.lowlevel.current_task()
+
+            def abort(_):
+                self._reader = None
+                return trio.lowlevel.Abort.SUCCEEDED
+
+            await trio.lowlevel.wait_task_rescheduled(abort)
         if self._closed:
             raise trio.ClosedResourceError("connection closed")
-        if not self._pending:
-            try:
-                sent_at, data = await self._inbox.receive()
-            except trio.EndOfChannel:
-                return b""
-            except trio.ClosedResourceError:
-                if self._broken:
-                    raise trio.BrokenResourceError("connection reset") from None
-                raise
-            await self._deliver(sent_at, len(data))
-            self._pending = data
-        if max_bytes is None or max_bytes >= len(self._pending):
-            data, self._pending = self._pending, b""
+        received = self._received
+        if max_bytes is None or max_bytes >= len(received):
+            data = bytes(received)
+            received.clear()
         else:
-            data, self._pending = self._pending[:max_bytes], self._pending[max_bytes:]
+            data = bytes(received[:max_bytes])
+            del received[:max_bytes]
         return data
 
-    async def _deliver(self, sent_at: float, nbytes: int) -> None:
+    # --- the network's side: chunks in flight to this end ------------------------------------------
+
+    def _enqueue(self, data: bytes | None) -> None:
+        self._in_flight.append((trio.current_time(), data))
+        if len(self._in_flight) == 1:
+            self._plan_head()
+
+    def _plan_head(self) -> None:
+        if self._broken or self._closed or not self._in_flight:
+            return
+        sent_at, data = self._in_flight[0]
+        if data is None:  # EOF: right behind the last chunk
+            self._in_flight.popleft()
+            self._eof = True
+            self._wake()
+            return
         net = self.net
-        while True:
-            plan = net.links.plan(self.remote, self.local, nbytes, net.rng)
-            if plan.action == "deliver":
-                break
-            if plan.action == "reset":
-                self.reset()
-                raise trio.BrokenResourceError("connection reset by a toxic")
-            await net.links_changed()
-        due = max(self._last_delivery, sent_at + plan.delay) + plan.transmit
-        self._last_delivery = due
-        if due > trio.current_time():
-            await trio.sleep_until(due)
+        plan = net.links.plan(self.remote, self.local, len(data), net.rng)
+        if plan.action == "hold":
+            net._held.append(self)
+        elif plan.action == "reset":
+            self.reset()
+        else:
+            due = max(self._last_delivery, sent_at + plan.delay) + plan.transmit
+            self._last_delivery = due
+            net._call_at(due, self._arrive)
+
+    def _arrive(self) -> None:
+        if self._broken or self._closed:
+            return
+        _, data = self._in_flight.popleft()
+        self._received += data
+        self._wake()
+        self._plan_head()
+
+    def _wake(self) -> None:
+        if self._reader is not None:
+            task, self._reader = self._reader, None
+            trio.lowlevel.reschedule(task)
 
     def reset(self) -> None:
         """Tear down both ends, as an RST would."""
         for end in (self, self.peer):
             if end is not None and not end._broken:
                 end._broken = True
-                end._inbox_send.close()
-                end._inbox.close()
+                end._in_flight.clear()
+                end._wake()
                 end.net._untrack(end.local, end)
 
     async def aclose(self) -> None:
         if not self._closed:
             self._closed = True
+            self._in_flight.clear()
+            self._wake()
             self.net._untrack(self.local, self)
-            if self.peer is not None:
-                self.peer._inbox_send.close()  # the peer reads EOF after what is in flight
-            self._inbox.close()
+            if self.peer is not None and not self.peer._broken:
+                self.peer._enqueue(None)  # the peer reads EOF after what is in flight
         await trio.lowlevel.checkpoint()
 
 
@@ -210,6 +255,19 @@ class SimNetwork(Network):
         super().__init__(links, seed=seed)
         self._listening: dict[str, _SimListener] = {}
         self._next_port = next_port
+        self._held: list[_SimEnd] = []  # ends whose next chunk waits for the link to change
+        self._timers = None  # call_at of the running trio loop, on first use
+
+    def _call_at(self, when: float, callback) -> None:
+        if self._timers is None:
+            self._timers = timer_source()
+        self._timers(when, callback)
+
+    def _notify(self) -> None:
+        super()._notify()
+        held, self._held = self._held, []
+        for end in held:
+            end._plan_head()
 
     async def listen(self, node: str, port: int = 0) -> tuple[trio.abc.Listener, str]:
         if not port:

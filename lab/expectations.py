@@ -14,6 +14,8 @@ before the run; a bad one is reported as FILE:LINE: [[expect]] #N KEY: what is w
 | new_client | fails_in?, succeeds_in? | every client started by `new-client` in phase `fails_in` failed to start, and every one in `succeeds_in` started |
 | sends_avoid | broker, phase | no message is acknowledged by that broker group (e.g. broker-a) during the phase |
 | consumed_from | broker, phase, min? (1) | consumers read at least `min` messages from that broker node (e.g. a slave) in the phase |
+| broker_kept | broker, phase?, nameservers? | no NameServer (of those listed) removes the broker during the phase |
+| nameserver_switch | phase?, away_from? | some client moves to another NameServer during the phase (away from `away_from`, if given) |
 """
 
 from __future__ import annotations
@@ -67,12 +69,16 @@ class ClusterView:
         return broker_addr in self.tables.get(nameserver, {}).get("brokerLiveTable", {})
 
     def route(self, nameserver: str, topic: str):
+        """What GET_ROUTEINFO_BY_TOPIC would answer, in a canonical order (tables keep insertion
+        order, which differs between NameServers that learnt the same things in another order)."""
         tables = self.tables.get(nameserver, {})
         queues = tables.get("topicQueueTable", {}).get(topic)
         if queues is None:
             return None
-        brokers = {name: tables.get("brokerAddrTable", {}).get(name) for name in sorted(queues)}
-        return queues, brokers
+        broker_addr_table = tables.get("brokerAddrTable", {})
+        brokers = tuple((name, tuple(sorted(broker_addr_table.get(name, {}).get("brokerAddrs", {}).items())))
+                        for name in sorted(queues))
+        return tuple(sorted((name, tuple(q)) for name, q in queues.items())), brokers
 
 
 class _Expectation(Check):
@@ -244,7 +250,8 @@ class NameserversAgree(_Expectation):
             routes = {ns: self.view.route(ns, topic) for ns in live}
             if len({repr(r) for r in routes.values()}) > 1:
                 return f"{topic}: " + "; ".join(
-                    f"{ns} {'has no route' if r is None else 'routes to ' + ','.join(r[0])}" for ns, r in routes.items())
+                    f"{ns} {'has no route' if r is None else 'routes to ' + ', '.join(f'{n} {dict(a)}' for n, a in r[1])}"
+                    for ns, r in routes.items())
         return None
 
     def tick(self, now: float) -> None:
@@ -318,6 +325,38 @@ class ConsumedFrom(_PhaseCheck):
                       f"{self.end:g}s (wanted at least {self.minimum})", now)
 
 
+class BrokerKept(_PhaseCheck):
+    def __init__(self, spec, view, *, node, start, end, nameservers):
+        super().__init__(spec, view, start=start, end=end)
+        self.node, self.only = node, nameservers
+
+    def observe(self, r: dict) -> None:
+        if r["kind"] == "ns.remove" and self.in_phase(r["t"]) and r["broker_addr"] == self.view.address.get(self.node) \
+                and (self.only is None or r["node"] in self.only):
+            self.fail(f"{r['node']} removed {self.node} at t={r['t']:g}s ({r['reason']})", r["t"])
+
+    def finish(self, now: float) -> None:
+        self.succeed(f"every NameServer kept {self.node} between {self.start:g}s and {self.end:g}s", now)
+
+
+class NameserverSwitch(_PhaseCheck):
+    def __init__(self, spec, view, *, away_from, start, end):
+        super().__init__(spec, view, start=start, end=end)
+        self.away_from = away_from
+
+    def observe(self, r: dict) -> None:
+        if r["kind"] == "client.ns_switch" and self.in_phase(r["t"]) and r.get("from") and \
+                (self.away_from is None or self.view.node_at.get(r["from"]) == self.away_from):
+            self.succeed(f"{r['node']} moved from {self.view.node_at.get(r['from'], r['from'])} to "
+                         f"{self.view.node_at.get(r['to'], r['to'])} at t={r['t']:g}s ({r['reason']})", r["t"])
+
+    def finish(self, now: float) -> None:
+        if self.decided:
+            return
+        away = f" away from {self.away_from}" if self.away_from else ""
+        self.fail(f"no client moved to another NameServer{away} between {self.start:g}s and {self.end:g}s", now)
+
+
 def build(scenario: Scenario, config: LabConfig, topology: Topology, view: ClusterView) -> list[Check]:
     """Every expectation of the scenario as a Check; a bad parameter is a ScenarioError."""
     return [_build_one(scenario, spec, config, topology, view) for spec in scenario.expectations]
@@ -363,6 +402,12 @@ def _build_one(scenario: Scenario, spec: ExpectSpec, config: LabConfig, topology
         phase = scenario.phase(phase_name)
         return phase.start, phase.end
 
+    def nameservers() -> list[str] | None:
+        only = take("nameservers", None)
+        if only is not None and (not isinstance(only, list) or any(roles.get(ns) != "nameserver" for ns in only)):
+            raise error(f"a list of nameserver names, not {only!r}", "nameservers")
+        return only
+
     def number(key: str, default, low: float, high: float):
         value = take(key, default)
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
@@ -374,12 +419,7 @@ def _build_one(scenario: Scenario, spec: ExpectSpec, config: LabConfig, topology
         broker = node("broker", "broker")
         within = duration("within")
         after = duration("after", None)
-        only = take("nameservers", None)
-        if only is not None:
-            for ns in only:
-                if roles.get(ns) != "nameserver":
-                    raise error(f"no nameserver named {ns!r}", "nameservers")
-        check = BrokerRemoved(spec, view, broker=broker, within=within, after=after, nameservers=only)
+        check = BrokerRemoved(spec, view, broker=broker, within=within, after=after, nameservers=nameservers())
     elif kind == "no_stale_broker":
         n = config.nameserver
         slack = duration("slack", 0)
@@ -424,6 +464,14 @@ def _build_one(scenario: Scenario, spec: ExpectSpec, config: LabConfig, topology
         name = node("broker", "broker")
         start, end = window()
         check = ConsumedFrom(spec, view, node=name, start=start, end=end, minimum=int(number("min", 1, 0, 10**9)))
+    elif kind == "broker_kept":
+        name = node("broker", "broker")
+        start, end = window()
+        check = BrokerKept(spec, view, node=name, start=start, end=end, nameservers=nameservers())
+    elif kind == "nameserver_switch":
+        away = node("away_from", "nameserver") if "away_from" in p else None
+        start, end = window()
+        check = NameserverSwitch(spec, view, away_from=away, start=start, end=end)
     else:
         raise error(f"unknown expectation type {kind!r} (types: {', '.join(TYPES)})", "type")
     if p:
@@ -433,4 +481,4 @@ def _build_one(scenario: Scenario, spec: ExpectSpec, config: LabConfig, topology
 
 
 TYPES = ("broker_removed", "no_stale_broker", "send_success_rate", "all_acked_consumed", "duplicates",
-         "nameservers_agree", "new_client", "sends_avoid", "consumed_from")
+         "nameservers_agree", "new_client", "sends_avoid", "consumed_from", "broker_kept", "nameserver_switch")
