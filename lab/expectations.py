@@ -6,7 +6,7 @@ before the run; a bad one is reported as FILE:LINE: [[expect]] #N KEY: what is w
 | type | parameters | holds when |
 | --- | --- | --- |
 | broker_removed | broker, within, after?, nameservers? | every NameServer that held the broker at `after` (default: the last fault on it) and is up has removed it within `within` |
-| no_stale_broker | slack? | no live NameServer keeps a broker unheard for longer than brokerChannelExpiredTime + scanNotActiveBrokerInterval (+ slack) |
+| no_stale_broker | slack?, limit? | no live NameServer keeps a broker unheard for longer than `limit` (default brokerChannelExpiredTime + scanNotActiveBrokerInterval, + slack) |
 | send_success_rate | min, phase? | of the messages first sent in the phase, at least `min` (0..1) were acknowledged |
 | all_acked_consumed | — | every acknowledged message is consumed by the end |
 | duplicates | max? (0) | at most `max` messages are consumed more than once |
@@ -422,8 +422,8 @@ def _build_one(scenario: Scenario, spec: ExpectSpec, config: LabConfig, topology
         check = BrokerRemoved(spec, view, broker=broker, within=within, after=after, nameservers=nameservers())
     elif kind == "no_stale_broker":
         n = config.nameserver
-        slack = duration("slack", 0)
-        check = NoStaleBroker(spec, view, limit=n.brokerChannelExpiredTime + n.scanNotActiveBrokerInterval + slack)
+        limit = duration("limit", n.brokerChannelExpiredTime + n.scanNotActiveBrokerInterval)
+        check = NoStaleBroker(spec, view, limit=limit + duration("slack", 0))
     elif kind == "send_success_rate":
         start, end = window()
         check = SendSuccessRate(spec, view, start=start, end=end, minimum=number("min", ..., 0, 1),
