@@ -8,6 +8,8 @@ more VerbSpecs, so this module stays ignorant of RocketMQ.
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass, field
 
 from .links import Toxic
@@ -90,12 +92,10 @@ _SIZE = {"": 1, "b": 1, "k": 1024, "kb": 1024, "kib": 1024, "m": 1024 ** 2, "mb"
 
 def parse_rate(text: str) -> float:
     """Bytes per second: `10k`, `1.5m`, `512`, optionally ending in /s."""
-    t = str(text).strip().lower().removesuffix("/s")
-    number = t.rstrip("kmib")
-    unit = t[len(number):]
-    if unit not in _SIZE or not number:
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([kmib]*)", str(text).strip().lower().removesuffix("/s"))
+    if m is None or m.group(2) not in _SIZE or float(m.group(1)) <= 0:
         raise FaultError(f"bad rate {text!r}: use bytes per second such as 512, 10k, 1m")
-    return float(number) * _SIZE[unit]
+    return float(m.group(1)) * _SIZE[m.group(2)]
 
 
 def parse_toxic(kind: str, params: dict[str, str], parse_duration) -> Toxic:
