@@ -76,10 +76,13 @@ class ControlServer:
 
     async def serve(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         self.socket_path.unlink(missing_ok=True)
-        sock = trio.socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        await sock.bind(str(self.socket_path))
+        # Bound synchronously: trio's async bind may use a worker thread, and on a virtual clock
+        # the time that thread takes would leak into the run and break its determinism.
+        plain = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        plain.bind(str(self.socket_path))
         os.chmod(self.socket_path, 0o600)
-        sock.listen(16)
+        plain.listen(16)
+        sock = trio.socket.from_stdlib_socket(plain)
         self.info_path.write_text(json.dumps({**self.info, "pid": os.getpid(), "socket": str(self.socket_path)}))
         try:
             task_status.started(self.socket_path)
