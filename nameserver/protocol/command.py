@@ -7,6 +7,9 @@ from dataclasses import dataclass
 from .codes import CURRENT_VERSION, FLAG_ONEWAY, FLAG_RESPONSE, SerializeType
 
 
+LANGUAGE = "PYTHON"  # the language this implementation's commands announce
+
+
 class HeaderError(ValueError):
     """A request's extFields lack a required field or carry one that does not parse."""
 
@@ -20,7 +23,7 @@ class RemotingCommand:
     ext_fields: dict[str, str] | None = None
     remark: str | None = None
     body: bytes | None = None
-    language: str = "PYTHON"
+    language: str = LANGUAGE
     version: int = CURRENT_VERSION
     serialize_type: SerializeType = SerializeType.JSON
 
@@ -55,14 +58,12 @@ class RemotingCommand:
         body: bytes | None = None,
     ) -> RemotingCommand:
         """A reply to this request: same opaque and serialize type, the response flag set."""
+        # Positional, in the fields' order, as this runs for every reply: a dataclass __init__
+        # with keywords costs twice as much. language and version are the defaults.
         return RemotingCommand(
-            code=code,
-            opaque=self.opaque,
-            flag=FLAG_RESPONSE,
-            ext_fields=stringify_fields(ext_fields) if ext_fields is not None else None,
-            remark=remark,
-            body=body,
-            serialize_type=self.serialize_type,
+            code, self.opaque, FLAG_RESPONSE,
+            stringify_fields(ext_fields) if ext_fields is not None else None,
+            remark, body, LANGUAGE, CURRENT_VERSION, self.serialize_type,
         )
 
     @property
@@ -113,7 +114,8 @@ def stringify(value: object) -> str:
 
 def stringify_fields(fields: dict[str, object]) -> dict[str, str]:
     """extFields as Java sends them: every non-null value as its toString()."""
-    return {k: stringify(v) for k, v in fields.items() if v is not None}
+    # Strings, most values, skip the call: every request and reply passes here.
+    return {k: v if type(v) is str else stringify(v) for k, v in fields.items() if v is not None}
 
 
 __all__ = ["RemotingCommand", "HeaderError", "stringify", "stringify_fields"]

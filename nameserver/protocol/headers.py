@@ -47,9 +47,37 @@ _JSON_HEADER_ENCODER = json.JSONEncoder(separators=(",", ":"), sort_keys=True, e
 
 
 def _encode_json(cmd: RemotingCommand) -> bytes:
-    header = _header_map(cmd)
+    if cmd.ext_fields is None and cmd.remark is None and type(cmd.opaque) is int:
+        # A header with neither extFields nor remark (every found route's reply) is the same
+        # bytes as the last one of its code, flag, language and version but for the opaque:
+        # the encoder's output is kept as the bytes around it. ~0.5 us instead of ~4 us. The
+        # types are part of the key: 1, True and 1.0 are equal keys but encode differently.
+        shape = (cmd.code, cmd.flag, cmd.language, cmd.version,
+                 type(cmd.code), type(cmd.flag), type(cmd.language), type(cmd.version))
+        pieces = _JSON_SHAPES.get(shape)
+        if pieces is None:
+            pieces = _json_shape(cmd)
+            if len(_JSON_SHAPES) < 1024:  # a handful in practice: one per reply code
+                _JSON_SHAPES[shape] = pieces
+        return b"%b%d%b" % (pieces[0], cmd.opaque, pieces[1])
+    return _encode_json_map(_header_map(cmd))
+
+
+def _encode_json_map(header: dict) -> bytes:
     header["serializeTypeCurrentRPC"] = "JSON"
     return _JSON_HEADER_ENCODER.encode(header).encode()
+
+
+_JSON_SHAPES: dict[tuple, tuple[bytes, bytes]] = {}
+_OPAQUE_ZERO = b',"opaque":0,'  # keys sort as code, flag, language, opaque, serializeType..., version
+
+
+def _json_shape(cmd: RemotingCommand) -> tuple[bytes, bytes]:
+    header = _header_map(cmd)
+    header["opaque"] = 0
+    # The marker cannot occur inside a string value, where every quote is escaped.
+    head, tail = _encode_json_map(header).split(_OPAQUE_ZERO)
+    return head + b',"opaque":', b"," + tail
 
 
 _FIXED = struct.Struct(">hbhii")  # code, language, version, opaque, flag
@@ -74,10 +102,36 @@ def _encode_rocketmq(cmd: RemotingCommand) -> bytes:
 
 # --- decoding -----------------------------------------------------------------------------------
 
+# The C scanner json.loads ends in, and the JSON decoder it belongs to (json.loads' defaults).
+_JSON_SCAN = json.JSONDecoder().scan_once
+
+
+def _loads_json(data: bytes) -> object:
+    """json.loads(data), in half the time for the usual header.
+
+    json.loads(bytes) spends half its ~3.5 us outside the C scanner: detect_encoding in Python,
+    then two regular-expression whitespace skips. A header starting with '{' whose second byte is
+    not NUL is UTF-8 to detect_encoding (no BOM, not UTF-16/32), so it is decoded as json.loads
+    would and handed to the scanner; only if the scanner consumes it all is its value taken.
+    Everything else (trailing whitespace, other encodings, any error) goes through json.loads,
+    which gives the same value or the same error as before.
+    """
+    if data[:1] == b"{" and data[1:2] != b"\x00":
+        try:
+            text = data.decode("utf-8", "surrogatepass")
+            value, end = _JSON_SCAN(text, 0)
+        except (ValueError, StopIteration, RecursionError):
+            pass
+        else:
+            if end == len(text):
+                return value
+    return json.loads(data)
+
+
 def decode_header(serialize_type: int, data: bytes) -> RemotingCommand:
     if serialize_type == SerializeType.JSON:
         try:
-            header = json.loads(data)
+            header = _loads_json(data)
         except (ValueError, UnicodeDecodeError, RecursionError) as e:  # deep nesting recurses
             raise ProtocolError(f"undecodable JSON header: {e}") from None
         return _from_map(header, SerializeType.JSON)
@@ -111,20 +165,26 @@ def _from_map(header: object, serialize_type: SerializeType) -> RemotingCommand:
         raise ProtocolError(f"header field 'remark' is not a string: {remark!r}")
     if ext is not None and not isinstance(ext, dict):
         raise ProtocolError(f"header field 'extFields' is not an object: {ext!r}")
-    return RemotingCommand(
-        code=_int(header, "code"),
-        opaque=_int(header, "opaque"),
-        flag=_int(header, "flag"),
-        ext_fields=_normalise_ext(ext) if ext is not None else None,
-        remark=remark,
-        language=language,
-        version=_int(header, "version"),
-        serialize_type=serialize_type,
-    )
+    code, opaque, flag = header.get("code", 0), header.get("opaque", 0), header.get("flag", 0)
+    version = header.get("version", 0)
+    # Checked inline, with _int only to name a bad field, in the order RemotingCommand's
+    # arguments were once evaluated: code, opaque, flag, extFields entries, version.
+    if type(code) is not int or type(opaque) is not int or type(flag) is not int:
+        _int(header, "code"), _int(header, "opaque"), _int(header, "flag")
+    ext_fields = _normalise_ext(ext) if ext is not None else None
+    if type(version) is not int:
+        _int(header, "version")
+    # Positional: the dataclass __init__ with keywords costs twice as much on every request.
+    return RemotingCommand(code, opaque, flag, ext_fields, remark, None, language, version, serialize_type)
 
 
 def _normalise_ext(ext: dict) -> dict[str, str]:
-    # Java sends strings; the C++ client sends some fields as JSON numbers. Accept both.
+    for key, value in ext.items():
+        if type(key) is not str or type(value) is not str:
+            break
+    else:  # all strings, as Java sends them: the decoder's own new dict is the result as it is
+        return ext
+    # The C++ client sends some fields as JSON numbers. Accept both.
     out: dict[str, str] = {}
     for key, value in ext.items():
         if value is None:
