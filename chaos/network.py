@@ -204,7 +204,8 @@ class _SimEnd(trio.abc.Stream):
         _, data = self._in_flight.popleft()
         self._received += data
         self._wake()
-        self._plan_head()
+        if self._in_flight:
+            self._plan_head()
 
     def _wake(self) -> None:
         if self._reader is not None:

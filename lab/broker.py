@@ -18,6 +18,7 @@ broker.permission {perm}.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import logging
 import math
@@ -26,6 +27,7 @@ from typing import Callable
 import trio
 
 from nameserver import bodies
+from nameserver.client import send_frame
 from nameserver.protocol import FrameDecoder, RemotingCommand, RequestCode, ResponseCode, SerializeType, encode
 from nameserver.protocol.codes import FAQ_URL_NO_ROUTE, PERM_READ, PERM_WRITE
 from nameserver.routes import TopicConfig
@@ -72,8 +74,7 @@ class ClientChannel:
         self._send_lock = trio.Lock()
 
     async def send(self, command: RemotingCommand) -> None:
-        async with self._send_lock:
-            await self.stream.send_all(encode(command))
+        await send_frame(self.stream, self._send_lock, encode(command))
 
     async def send_quietly(self, command: RemotingCommand) -> None:
         """For replies sent later: a connection that broke meanwhile is its reader's business."""
@@ -110,8 +111,7 @@ class Broker:
             default_topic_queue_nums=self.config.defaultTopicQueueNums, now_ms=now_ms())
         self.consumer_manager = ConsumerManager()
         self.hold_service = PullRequestHoldService()
-        self.ha_service = HAService(store, self.topic_config_manager, self.hold_service,
-                                    self.config.haSendHeartbeatInterval)
+        self.ha_service = HAService(store, self.topic_config_manager, self.config.haSendHeartbeatInterval)
         self.ha_client: HAClient | None = None
         self.outer_api: BrokerOuterAPI | None = None
         self._opaques = itertools.count()
@@ -160,6 +160,7 @@ class Broker:
                     async with trio.open_nursery() as services:
                         self._services = services
                         services.start_soon(self._accept, listener, services)
+                        services.start_soon(self.hold_service.run)
                         self.node.emit("broker.start", address=self.address, broker_name=self.broker_name,
                                        broker_id=self.broker_id, cluster=self.cluster_name,
                                        messages=self.store.message_count())
@@ -295,16 +296,18 @@ class Broker:
             log.exception("processing request %s failed", req.code)
         return req.response(ResponseCode.SYSTEM_ERROR, f"{type(error).__name__}: {error}")
 
-    def _reply_later(self, req: RemotingCommand, channel: ClientChannel, work) -> None:
-        """Run `work()` (async, returns the reply) apart, so the connection serves on meanwhile."""
-        async def run() -> None:
+    def _reply_when(self, req: RemotingCommand, channel: ClientChannel, key, ready: Callable[[], bool],
+                    timeout: float, reply: Callable[[], RemotingCommand], **hold) -> None:
+        """Hold `req` in the hold service until `ready()` or `timeout`, then answer it with `reply()`;
+        the connection serves on meanwhile. A reply to a connection closed meanwhile goes nowhere."""
+        async def answer() -> None:
             try:
-                reply = await work()
+                response = reply()
             except Exception as e:
-                reply = self._error_reply(req, channel, e)
+                response = self._error_reply(req, channel, e)
             if not req.is_oneway:
-                await channel.send_quietly(reply)
-        channel.nursery.start_soon(run)
+                await channel.send_quietly(response)
+        self.hold_service.hold(key, ready, timeout, answer, **hold)
 
     # --- send -------------------------------------------------------------------------------------
 
@@ -425,31 +428,35 @@ class Broker:
             is_slave=self.is_slave, slave_read_enable=self.config.slaveReadEnable,
             slave_available=self.ha_service.slave_available(trio.current_time()))
         if result.code == ResponseCode.PULL_NOT_FOUND and allow_suspend and sys_flag & FLAG_SUSPEND:
-            self._reply_later(req, channel, lambda: self._suspend_pull(req, channel, topic, queue_id, offset))
+            self._suspend_pull(req, channel, topic, queue_id, offset)
             return None
         return req.response(result.code, ext_fields={
             "suggestWhichBrokerId": result.suggest_which_broker_id, "nextBeginOffset": result.next_begin_offset,
             "minOffset": min_offset, "maxOffset": max_offset,
         }, body=b"".join(self.store.get(topic, queue_id, offset, result.found)) if result.found else None)
 
-    async def _suspend_pull(self, req: RemotingCommand, channel: ClientChannel, topic: str, queue_id: int,
-                            offset: int) -> RemotingCommand:
+    def _suspend_pull(self, req: RemotingCommand, channel: ClientChannel, topic: str, queue_id: int,
+                      offset: int) -> None:
         """Long polling: hold until a message arrives or the consumer's suspend time is up, then pull
         again without suspending. Replicated records are not announced (nor are they by RocketMQ's
         slave), so on a slave the 5 s re-check finds them."""
         def has_new() -> bool:
             return self.store.max_offset(topic, queue_id) > offset
+
+        def pull_again() -> RemotingCommand:
+            return self._pull_message(req, channel, allow_suspend=False)
+
         if self.config.longPollingEnable:
             suspend = req.int_field("suspendTimeoutMillis")
             timeout = suspend / 1000 if suspend is not None else self.node.config.consumer.brokerSuspendMaxTimeMillis
-            await self.hold_service.hold((topic, queue_id), has_new, timeout)
+            self._reply_when(req, channel, (topic, queue_id), has_new, timeout, pull_again)
         else:
             short = self.config.shortPollingTimeMills
-            await self.hold_service.hold((topic, queue_id), has_new, short, check_interval=short, wake_on_arrival=False)
-        return self._pull_message(req, channel, allow_suspend=False)
+            self._reply_when(req, channel, (topic, queue_id), has_new, short, pull_again,
+                             check_interval=short, wake_on_arrival=False)
 
-    def _ha_transfer(self, req: RemotingCommand, channel: ClientChannel) -> None:
-        self._reply_later(req, channel, lambda: self.ha_service.transfer(req))
+    def _ha_transfer(self, req: RemotingCommand, channel: ClientChannel) -> RemotingCommand | None:
+        return self.ha_service.transfer(req, functools.partial(self._reply_when, req, channel))
 
     # --- offsets ----------------------------------------------------------------------------------
 

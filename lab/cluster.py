@@ -11,7 +11,6 @@ import tempfile
 from pathlib import Path
 
 import trio
-from faker import Faker
 
 from chaos.network import Network
 from nameserver.config import NamesrvConfig
@@ -23,6 +22,7 @@ from .clients.instance import MQClientInstance
 from .clients.producer import Producer
 from .config import LabConfig
 from .events import EventLog
+from .fake_data import Bodies
 from .store import MessageStore
 from .nstables import snapshot
 from .remoting import Node
@@ -120,13 +120,7 @@ class Cluster:
 
     async def _run_producer(self, name: str, task_status) -> None:
         node = self.node(name)
-        fake = Faker()
-        fake.seed_instance(f"{self.seed}:{name}")
-        size = self.config.producer.messageSize
-
-        def payload(i: int) -> bytes:
-            return fake.text(max_nb_chars=max(size, 5)).encode()[:size]
-
+        payload = Bodies(f"{self.seed}:{name}", self.config.producer.messageSize)
         async with trio.open_nursery() as nursery:
             instance = MQClientInstance(node, self.namesrv_addrs, nursery)
             producer = self.clients[name] = Producer(node, instance, list(self.topology.topics), payload=payload)

@@ -40,7 +40,7 @@ class ClusterSection:
     clusterName: str = "DefaultCluster"
     brokers: list[str] = field(default_factory=lambda: ["broker-a", "broker-b"])
     slavesPerBroker: int = 1
-    topics: int = 4  # how many topics; names come from Faker, seeded
+    topics: int = 4  # how many topics; Faker names drawn from the seed
     topicNames: list[str] = field(default_factory=list)  # explicit names instead
     queuesPerTopic: int = 4
     producers: int = 2

@@ -11,17 +11,20 @@ link: nslab's request code HA_TRANSFER, msgpack bodies both ways.
     reply     code 0, {"commitLog": whole records from that offset (up to 32 KiB),
                        "masterMaxOffset": int,
                        "consumerOffsets": {"version": int, "table": [[group, topic, queueId, offset], ...]}
-                                           only when the slave's version is old,
+                                           only when the slave's version is old: the offsets set
+                                           since that version (all of them if it has none),
                        "topicConfig": {"dataVersion": [...], "topicConfigTable": {...}} only when it is old}
 
 A slave that is up to date is held by the master until data arrives or haSendHeartbeatInterval has
 passed, so records reach the slave as they are written and an idle slave still reports every
-interval. A slave whose offset is beyond the master's log gets code 1: the logs diverged.
+interval; changed consumer offsets ride along with that reply rather than ending the hold. A slave
+whose offset is beyond the master's log gets code 1: the logs diverged.
 """
 
 from __future__ import annotations
 
 import math
+from typing import Callable, Hashable
 
 import msgpack
 import trio
@@ -31,7 +34,6 @@ from nameserver.client import RemotingError
 from nameserver.protocol import RemotingCommand, ResponseCode
 from nameserver.routes import DataVersion
 
-from .long_polling import PullRequestHoldService
 from .message import MessageFormatError
 from .remoting import ChannelTable, Node, request
 from .store import MessageStore
@@ -42,22 +44,25 @@ HA_TRANSFER_BATCH_SIZE = 32 * 1024  # haTransferBatchSize
 HA_HOUSEKEEPING_INTERVAL = 20.0  # seconds: a slave silent this long is gone (haHousekeepingInterval)
 COMMIT_LOG = "commit-log"  # the hold key a master's HA transfers wait on
 
+# (hold key, ready, timeout, reply): the broker answers with reply() once ready() or at the timeout
+ReplyWhen = Callable[[Hashable, Callable[[], bool], float, Callable[[], RemotingCommand]], None]
+
 
 class HAService:
     """The master side: answers HA_TRANSFER and knows whether a slave is replicating."""
 
-    def __init__(self, store: MessageStore, topics: TopicConfigManager, hold: PullRequestHoldService,
-                 heartbeat_interval: float):
+    def __init__(self, store: MessageStore, topics: TopicConfigManager, heartbeat_interval: float):
         self.store = store
         self.topics = topics
-        self.hold = hold
         self.heartbeat_interval = heartbeat_interval
         self._last_report = -math.inf
 
     def slave_available(self, now: float) -> bool:
         return now - self._last_report <= HA_HOUSEKEEPING_INTERVAL
 
-    async def transfer(self, req: RemotingCommand) -> RemotingCommand:
+    def transfer(self, req: RemotingCommand, reply_when: ReplyWhen) -> RemotingCommand | None:
+        """The reply at once when the logs diverged; else None, and `reply_when(key, ready,
+        timeout, reply)` holds the request until `ready()` or the timeout, then sends `reply()`."""
         self._last_report = trio.current_time()
         state = msgpack.unpackb(req.body or b"\x80", raw=False)
         offset = int(state.get("offset", 0))
@@ -71,20 +76,25 @@ class HAService:
         def topics_stale() -> bool:
             return state.get("dataVersion") != list(self.topics.data_version)
 
-        # Only new records wake a held slave; offsets and topics wait for the next round (RocketMQ
-        # syncs them every 10 s), unless they are stale already.
-        await self.hold.hold(COMMIT_LOG, lambda: self.store.max_physical_offset > offset or offsets_stale()
-                             or topics_stale(), self.heartbeat_interval)
-        reply = {"commitLog": self.store.read_commit_log(offset, HA_TRANSFER_BATCH_SIZE),
-                 "masterMaxOffset": self.store.max_physical_offset}
-        if offsets_stale():
-            reply["consumerOffsets"] = {"version": self.store.consumer_offsets_version,
-                                        "table": [[*key, value] for key, value in self.store.consumer_offsets.items()]}
-        if topics_stale():
-            reply["topicConfig"] = {
-                "dataVersion": list(self.topics.data_version),
-                "topicConfigTable": {n: topic_config_to_wire(tc) for n, tc in self.topics.topic_config_table.items()}}
-        return req.response(ResponseCode.SUCCESS, body=msgpack.packb(reply))
+        def reply() -> RemotingCommand:
+            body = {"commitLog": self.store.read_commit_log(offset, HA_TRANSFER_BATCH_SIZE),
+                    "masterMaxOffset": self.store.max_physical_offset}
+            if offsets_stale():
+                body["consumerOffsets"] = {"version": self.store.consumer_offsets_version,
+                                           "table": self.store.offsets_since(state.get("offsetsVersion"))}
+            if topics_stale():
+                body["topicConfig"] = {
+                    "dataVersion": list(self.topics.data_version),
+                    "topicConfigTable": {n: topic_config_to_wire(tc) for n, tc in self.topics.topic_config_table.items()}}
+            return req.response(ResponseCode.SUCCESS, body=msgpack.packb(body))
+
+        # Only new records wake a held slave; offsets and topics ride along with the next reply
+        # (RocketMQ syncs them every 10 s) — a topic table the slave lacks is sent at once. Consumer
+        # offsets change with nearly every pull, so answering for them alone would double the
+        # round trips per message.
+        reply_when(COMMIT_LOG, lambda: self.store.max_physical_offset > offset or topics_stale(),
+                   self.heartbeat_interval, reply)
+        return None
 
 
 class HAClient:

@@ -1,36 +1,105 @@
 """PullRequestHoldService: requests that found nothing wait here for data, up to a timeout.
 
-A held request returns as soon as `has_new()` holds: on a notified arrival, or at the next periodic
-re-check (RocketMQ re-checks every 5 s, or every shortPollingTimeMills without long polling). The
-caller then runs the request again and answers it.
+As in RocketMQ, a held request is data, not a task of its own: it is answered as soon as `has_new()`
+holds — on a notified arrival for its key, or at its next periodic re-check (RocketMQ re-checks
+every 5 s, or every shortPollingTimeMills without long polling) — or when its timeout is up. The
+service's one task answers them in turn: `answer()` builds the reply and sends it. An arrival
+that wakes a consumer's pull and a slave's transfer costs one wakeup, not one per request.
 """
 
 from __future__ import annotations
 
-from typing import Callable, Hashable
+import heapq
+import itertools
+import math
+from dataclasses import dataclass
+from typing import Awaitable, Callable, Hashable
 
 import trio
 
 LONG_POLLING_CHECK_INTERVAL = 5.0  # seconds
 
 
+@dataclass(eq=False, slots=True)
+class HeldRequest:
+    key: Hashable
+    has_new: Callable[[], bool]
+    answer: Callable[[], Awaitable[None]]
+    deadline: float
+    check_interval: float
+    done: bool = False
+
+
 class PullRequestHoldService:
     def __init__(self) -> None:
-        self._arrivals: dict[Hashable, trio.Event] = {}
+        self._held: dict[Hashable, list[HeldRequest]] = {}  # woken by arrivals on their key
+        self._checks: list[tuple[float, int, HeldRequest]] = []  # heap: next re-check or timeout
+        self._seq = itertools.count()  # ties in the heap go in hold order
+        self._ready: list[HeldRequest] = []  # to answer, in the order they became ready
+        self._wakeup = trio.Event()
+        self._sleep: trio.CancelScope | None = None  # the service's wait for its next check
+
+    def hold(self, key: Hashable, has_new: Callable[[], bool], timeout: float,
+             answer: Callable[[], Awaitable[None]], *, check_interval: float = LONG_POLLING_CHECK_INTERVAL,
+             wake_on_arrival: bool = True) -> None:
+        now = trio.current_time()
+        request = HeldRequest(key, has_new, answer, now + timeout, check_interval)
+        if has_new() or timeout <= 0:
+            self._make_ready(request)
+            return
+        self._schedule_check(request, now)
+        if wake_on_arrival:
+            self._held.setdefault(key, []).append(request)
 
     def notify_message_arriving(self, key: Hashable) -> None:
-        event = self._arrivals.pop(key, None)
-        if event is not None:
-            event.set()
-
-    async def hold(self, key: Hashable, has_new: Callable[[], bool], timeout: float, *,
-                   check_interval: float = LONG_POLLING_CHECK_INTERVAL, wake_on_arrival: bool = True) -> None:
-        deadline = trio.current_time() + timeout
-        while not has_new() and trio.current_time() < deadline:
-            wake_at = min(deadline, trio.current_time() + check_interval)
-            if wake_on_arrival:
-                event = self._arrivals.setdefault(key, trio.Event())
-                with trio.move_on_at(wake_at):
-                    await event.wait()
+        held = self._held.get(key)
+        if not held:
+            return
+        waiting = []
+        for request in held:
+            if request.has_new():
+                request.done = True  # its check in the heap is dropped when it comes due
+                self._make_ready(request)
             else:
-                await trio.sleep_until(wake_at)
+                waiting.append(request)
+        self._held[key] = waiting
+
+    async def run(self) -> None:
+        """Answer requests as they become ready; re-check held ones when their time comes."""
+        while True:
+            now = trio.current_time()
+            while self._checks and self._checks[0][0] <= now:
+                request = heapq.heappop(self._checks)[2]
+                if request.done:
+                    continue
+                if request.has_new() or now >= request.deadline:
+                    self._release(request)
+                    self._make_ready(request)
+                else:
+                    self._schedule_check(request, now)
+            while self._ready:
+                ready, self._ready = self._ready, []
+                for request in ready:
+                    await request.answer()
+            self._wakeup = trio.Event()  # every request it announced is answered
+            while self._checks and self._checks[0][2].done:
+                heapq.heappop(self._checks)  # answered on an arrival: no check to wake for
+            with trio.move_on_at(self._checks[0][0] if self._checks else math.inf) as self._sleep:
+                await self._wakeup.wait()
+            self._sleep = None
+
+    def _schedule_check(self, request: HeldRequest, now: float) -> None:
+        wake_at = min(request.deadline, now + request.check_interval)
+        heapq.heappush(self._checks, (wake_at, next(self._seq), request))
+        if self._sleep is not None and wake_at < self._sleep.deadline:
+            self._sleep.deadline = wake_at  # an earlier check than the service waits for
+
+    def _make_ready(self, request: HeldRequest) -> None:
+        request.done = True
+        self._ready.append(request)
+        self._wakeup.set()
+
+    def _release(self, request: HeldRequest) -> None:
+        held = self._held.get(request.key)
+        if held is not None and request in held:
+            held.remove(request)

@@ -11,6 +11,7 @@ name) is written as 0.0.0.0:0; IPv6 hosts are not supported, which the C++ clien
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import struct
 from dataclasses import dataclass, field
@@ -76,6 +77,8 @@ def decode_properties(text: str) -> dict[str, str]:
 
 # --- hosts and ids ------------------------------------------------------------------------------------
 
+# A run knows a handful of hosts and meets them in every record: parse each once.
+@functools.lru_cache(maxsize=1024)
 def _pack_host(host: str) -> tuple[bytes, int]:
     ip, _, port = host.rpartition(":")
     try:
@@ -84,6 +87,7 @@ def _pack_host(host: str) -> tuple[bytes, int]:
         return bytes(4), 0
 
 
+@functools.lru_cache(maxsize=1024)
 def _unpack_host(ip: bytes, port: int) -> str:
     return f"{ipaddress.IPv4Address(ip)}:{port}"
 
@@ -122,14 +126,20 @@ def encode_message(msg: MessageExt) -> bytes:
 
 def decode_messages(data: bytes) -> list[MessageExt]:
     """Every record of a concatenation (a pull body, a stretch of commit log)."""
-    messages, pos = [], 0
+    return [msg for msg, _ in decode_records(data)]
+
+
+def decode_records(data: bytes) -> list[tuple[MessageExt, bytes]]:
+    """Every record of a concatenation with its own bytes, for whoever stores them as they are."""
+    records, pos = [], 0
     try:
         while pos < len(data):
-            msg, pos = _decode_one(data, pos)
-            messages.append(msg)
+            msg, end = _decode_one(data, pos)
+            records.append((msg, data[pos:end]))
+            pos = end
     except (struct.error, UnicodeDecodeError) as e:
         raise MessageFormatError(f"truncated or garbled record at byte {pos}: {e}") from None
-    return messages
+    return records
 
 
 def _decode_one(data: bytes, pos: int) -> tuple[MessageExt, int]:

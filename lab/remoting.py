@@ -89,10 +89,13 @@ class ChannelTable:
 
     async def invoke(self, address: str, request: RemotingCommand, timeout: float) -> RemotingCommand:
         """Call `address`, connecting first if needed; the connect counts against `timeout`."""
-        deadline = trio.current_time() + timeout
-        client = await self._get(address)
+        client = self._clients.get(address)
+        if client is None or client.closed_reason is not None:
+            deadline = trio.current_time() + timeout
+            client = await self._get(address)
+            timeout = max(0.0, deadline - trio.current_time())
         try:
-            return await client.invoke(request, max(0.0, deadline - trio.current_time()))
+            return await client.invoke(request, timeout)
         except RemotingTimeoutError:
             self.close(address)
             raise

@@ -1,8 +1,8 @@
 """Running a cluster: which network, which clock, the event log, and determinism.
 
-Three clocks, all trio's: real time; accelerated (`MockClock(rate=speed)`: a 120 s expiry takes
-120/speed s); virtual (`MockClock(autojump_threshold=0)`: time jumps to the next deadline as soon
-as every task waits — the headless simulated default, as fast as the CPU allows).
+Three clocks: real time; accelerated (trio's `MockClock(rate=speed)`: a 120 s expiry takes
+120/speed s); virtual (chaos.clock.VirtualClock: time jumps to the next deadline or network timer
+as soon as every task waits — the headless simulated default, as fast as the CPU allows).
 
 In simulated mode a run is a pure function of (config, seed): no wall clock, every RNG seeded,
 and trio's scheduler made deterministic the way pytest-trio and Hypothesis do it.
@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Awaitable, Callable
 
 import trio
-import trio.testing
 
+from chaos.clock import VirtualClock
 from chaos.links import Links
 from chaos.network import Network, SimNetwork, TcpNetwork
 
@@ -38,6 +38,7 @@ class RunOptions:
     duration: float | None = None
     events_path: Path | None = None
     run_dir: Path | None = None
+    grid: dict[str, str] | None = None  # a sweep's grid point, added to run.start when given
 
 
 @dataclass
@@ -51,9 +52,11 @@ class RunResult:
 
 def make_clock(options: RunOptions):
     if options.speed is not None:
+        import trio.testing  # here only: it imports pytest, a tenth of a second every run would pay
+
         return trio.testing.MockClock(rate=options.speed)
     if options.sim:
-        return trio.testing.MockClock(autojump_threshold=0)
+        return VirtualClock()
     return None  # real time
 
 
@@ -88,7 +91,8 @@ async def run_cluster(config: LabConfig, options: RunOptions, *,
                               run_dir=options.run_dir)
             events.start(seed=options.seed, version=VERSION, mode="sim" if options.sim else "sockets",
                          speed=options.speed, scenario=scenario, config=config.to_dict(),
-                         topics=list(cluster.topology.topics), nodes=cluster.topology.roles())
+                         topics=list(cluster.topology.topics), nodes=cluster.topology.roles(),
+                         **({"grid": options.grid} if options.grid is not None else {}))
             await nursery.start(cluster.run)
             if on_ready is not None:
                 on_ready(cluster)

@@ -20,7 +20,7 @@ from typing import BinaryIO, NamedTuple
 
 import msgpack
 
-from .message import MessageExt, decode_messages, encode_message, offset_msg_id
+from .message import MessageExt, decode_messages, decode_records, encode_message, offset_msg_id
 
 
 class PutMessageResult(NamedTuple):
@@ -43,6 +43,7 @@ class MessageStore:
         self.max_physical_offset = 0  # where the next record goes
         self.consumer_offsets: dict[tuple[str, str, int], int] = {}  # (group, topic, queueId)
         self.consumer_offsets_version = 0  # bumped on every change; a slave syncs by it
+        self._offset_versions: dict[tuple[str, str, int], int] = {}  # the version each offset was set at
         self.path = Path(path) if path else None
         self._file: BinaryIO | None = None
         if self.path is not None:
@@ -62,15 +63,15 @@ class MessageStore:
     def put_replica(self, data: bytes) -> int:
         """Append records copied from a master's commit log, at the offsets the master gave them.
         Returns how many; raises ValueError if they do not continue this log exactly."""
-        messages = decode_messages(data)
-        for msg in messages:
+        records = decode_records(data)
+        for msg, record in records:
             queue_len = len(self._consume_queues.get((msg.topic, msg.queue_id), ()))
             if msg.commit_log_offset != self.max_physical_offset or msg.queue_offset != queue_len:
                 raise ValueError(
                     f"replica record at {msg.commit_log_offset} (queue offset {msg.queue_offset}) does "
                     f"not continue this log at {self.max_physical_offset} (queue offset {queue_len})")
-            self._append(encode_message(msg), msg)
-        return len(messages)
+            self._append(record, msg)  # the master's bytes as they are: a replica is a copy
+        return len(records)
 
     def _append(self, data: bytes, msg: MessageExt) -> None:
         self._write({"m": data})
@@ -91,6 +92,15 @@ class MessageStore:
     def _set_offset(self, key: tuple[str, str, int], offset: int) -> None:
         self.consumer_offsets[key] = offset
         self.consumer_offsets_version += 1
+        self._offset_versions[key] = self.consumer_offsets_version
+
+    def offsets_since(self, version: int | None) -> list[tuple[str, str, int, int]]:
+        """(group, topic, queueId, offset) of every offset set after `version`: what a slave that
+        synced at that version lacks. All of them for None (or a version this store never had)."""
+        if version is None or version > self.consumer_offsets_version:
+            return [(*key, offset) for key, offset in self.consumer_offsets.items()]
+        return [(*key, self.consumer_offsets[key]) for key, set_at in self._offset_versions.items()
+                if set_at > version]
 
     def _write(self, record: dict) -> None:
         if self._file is not None:

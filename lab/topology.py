@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from faker import Faker
-
 from nameserver.routes import TopicConfig
 
 from .config import LabConfig
+from .fake_data import topic_names
 
 NAMESERVER_BASE_PORT = 9876
 BROKER_BASE_PORT = 10911  # broker-a-0 10911, broker-a-1 10921, broker-b-0 11011, ...
@@ -36,18 +35,6 @@ class Topology:
         roles |= {p: "producer" for p in self.producers}
         roles |= {c: "consumer" for c in self.consumers}
         return roles
-
-
-def topic_names(count: int, seed: int) -> list[str]:
-    """Readable, seeded topic names such as `TopicHarborLemon`: the same seed, the same names."""
-    fake = Faker()
-    fake.seed_instance(seed)
-    names: list[str] = []
-    while len(names) < count:
-        name = "Topic" + "".join(w.capitalize() for w in fake.words(2))
-        if name not in names and name.isascii() and name.isalnum():
-            names.append(name)
-    return names
 
 
 def plan(config: LabConfig, seed: int) -> Topology:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import math
 from contextlib import asynccontextmanager
 from typing import AsyncIterator, Callable, Iterator
 
@@ -24,31 +25,68 @@ class RemotingTimeoutError(RemotingError):
     pass
 
 
+async def send_frame(stream: trio.abc.Stream, lock: trio.Lock, data: bytes) -> None:
+    """stream.send_all under `lock`, so frames written by several tasks never interleave. A free
+    lock is taken without a schedule point: the write is the checkpoint (and the one that blocks,
+    when anything does)."""
+    try:
+        lock.acquire_nowait()
+    except trio.WouldBlock:
+        await lock.acquire()
+    try:
+        await stream.send_all(data)
+    finally:
+        lock.release()
+
+
+class ResponseFuture:
+    """One call in flight (NettyRemotingAbstract's ResponseFuture): the reader puts the response,
+    a timeout, or the error that ends the connection, and the caller wakes."""
+
+    __slots__ = ("code", "timeout", "deadline", "response", "done")
+
+    def __init__(self, code: int, timeout: float, deadline: float) -> None:
+        self.code, self.timeout, self.deadline = code, timeout, deadline
+        self.response: RemotingCommand | RemotingError | None = None
+        self.done = trio.Event()
+
+    def put(self, response: RemotingCommand | RemotingError) -> None:
+        self.response = response
+        self.done.set()
+
+
 class RemotingClient:
+    """Calls on one stream. `run()` must be running: it reads the replies and keeps the calls'
+    timeouts, as NettyRemotingAbstract.scanResponseTable does — one cancel scope for the reader
+    that ends at the earliest deadline, rather than one per call."""
+
     def __init__(self, stream: trio.abc.Stream, *, opaques: Iterator[int] | None = None,
                  on_request: Callable[[RemotingCommand], None] | None = None):
         self.stream = stream
         self._opaques = opaques if opaques is not None else itertools.count()
-        self._pending: dict[int, trio.MemorySendChannel] = {}
+        self._pending: dict[int, ResponseFuture] = {}
         self._send_lock = trio.Lock()
         self._on_request = on_request  # server-initiated requests (e.g. NOTIFY_CONSUMER_IDS_CHANGED)
+        self._expiry: trio.CancelScope | None = None  # the reader's wait, up to the earliest deadline
         self.closed_reason: str | None = None
 
     async def invoke(self, request: RemotingCommand, timeout: float) -> RemotingCommand:
-        request.opaque = next(self._opaques)
-        send, receive = trio.open_memory_channel(1)
-        self._pending[request.opaque] = send
+        if timeout <= 0:
+            await trio.lowlevel.checkpoint()
+            raise RemotingTimeoutError(f"no reply to request {request.code} within {timeout:g} s")
+        request.opaque = opaque = next(self._opaques)
+        future = self._pending[opaque] = ResponseFuture(request.code, timeout, trio.current_time() + timeout)
+        if self._expiry is not None and future.deadline < self._expiry.deadline:
+            self._expiry.deadline = future.deadline
         try:
-            with trio.move_on_after(timeout) as scope:
-                await self._send(request)
-                reply = await receive.receive()
-            if scope.cancelled_caught:
-                raise RemotingTimeoutError(f"no reply to request {request.code} within {timeout:g} s")
+            await self._send(request)
+            await future.done.wait()
+            reply = future.response
             if isinstance(reply, RemotingError):
                 raise reply
             return reply
         finally:
-            self._pending.pop(request.opaque, None)
+            self._pending.pop(opaque, None)
 
     async def invoke_oneway(self, request: RemotingCommand) -> None:
         request.opaque = next(self._opaques)
@@ -59,42 +97,58 @@ class RemotingClient:
         if self.closed_reason is not None:
             raise RemotingError(f"connection closed: {self.closed_reason}")
         try:
-            async with self._send_lock:
-                await self.stream.send_all(encode(command))
+            await send_frame(self.stream, self._send_lock, encode(command))
         except (trio.BrokenResourceError, trio.ClosedResourceError) as e:
             raise RemotingError(f"send failed: {e}") from None
 
     async def run(self) -> None:
-        """Read replies until the stream ends; every pending call then fails."""
+        """Read replies until the stream ends; every pending call then fails. A call whose
+        deadline passes first fails with RemotingTimeoutError."""
         decoder = FrameDecoder()
-        reason = "closed by peer"
+        reason = None
         try:
-            while True:
-                data = await self.stream.receive_some(65536)
-                if not data:
-                    break
-                for command in decoder.feed(data):
-                    self._dispatch(command)
-                if decoder.error is not None:
-                    reason = f"decode error: {decoder.error}"
-                    log.warning("closing connection: %s", decoder.error)
-                    break
+            while reason is None:
+                deadline = min((f.deadline for f in self._pending.values()), default=math.inf)
+                with trio.CancelScope(deadline=deadline) as self._expiry:
+                    while reason is None:
+                        reason = await self._read(decoder)
+                if self._expiry.cancelled_caught:
+                    self._expire(trio.current_time())
         except (trio.BrokenResourceError, trio.ClosedResourceError) as e:
             reason = f"connection error: {e}"
         finally:
-            self.closed_reason = reason
-            for send in list(self._pending.values()):
-                send.send_nowait(RemotingError(f"connection closed: {reason}"))
+            self._expiry = None
+            self.closed_reason = reason or "closed by peer"
+            for future in list(self._pending.values()):
+                future.put(RemotingError(f"connection closed: {self.closed_reason}"))
             self._pending.clear()
             await trio.aclose_forcefully(self.stream)
 
+    async def _read(self, decoder: FrameDecoder) -> str | None:
+        """Read once and dispatch what it completes; why the connection is done, else None."""
+        data = await self.stream.receive_some(65536)
+        if not data:
+            return "closed by peer"
+        for command in decoder.feed(data):
+            self._dispatch(command)
+        if decoder.error is not None:
+            log.warning("closing connection: %s", decoder.error)
+            return f"decode error: {decoder.error}"
+        return None
+
+    def _expire(self, now: float) -> None:
+        for opaque, future in list(self._pending.items()):
+            if future.deadline <= now:
+                del self._pending[opaque]
+                future.put(RemotingTimeoutError(f"no reply to request {future.code} within {future.timeout:g} s"))
+
     def _dispatch(self, command: RemotingCommand) -> None:
         if command.is_response:
-            send = self._pending.pop(command.opaque, None)
-            if send is None:
+            future = self._pending.pop(command.opaque, None)
+            if future is None:
                 log.debug("reply with unknown opaque %s dropped", command.opaque)
             else:
-                send.send_nowait(command)
+                future.put(command)
         elif self._on_request is not None:
             self._on_request(command)
 
@@ -120,5 +174,5 @@ async def connect(host: str, port: int, **kwargs) -> AsyncIterator[RemotingClien
         yield client
 
 
-__all__ = ["RemotingClient", "RemotingError", "RemotingTimeoutError", "connect",
-           "open_remoting_client", "ProtocolError"]
+__all__ = ["RemotingClient", "RemotingError", "RemotingTimeoutError", "ResponseFuture", "connect",
+           "open_remoting_client", "send_frame", "ProtocolError"]

@@ -104,15 +104,17 @@ class MQClientAPI:
 
     async def invoke(self, addr: str | None, command: RemotingCommand, timeout: float) -> RemotingCommand:
         """addr None: the chosen NameServer."""
-        begin = trio.current_time()
-        if addr is None:
-            addr = await self._namesrv_channel()
-        else:
-            await self._connect(addr)
-        left = timeout - (trio.current_time() - begin)
-        if left <= 0:
-            raise RemotingTimeoutError(f"invokeSync call timeout: connecting to {addr} took the whole {timeout:g} s")
-        return await self.channels.invoke(addr, command, left)
+        if addr is None or not self.channels.is_connected(addr):
+            begin = trio.current_time()
+            if addr is None:
+                addr = await self._namesrv_channel()
+            else:
+                await self._connect(addr)
+            left = timeout - (trio.current_time() - begin)
+            if left <= 0:
+                raise RemotingTimeoutError(f"invokeSync call timeout: connecting to {addr} took the whole {timeout:g} s")
+            timeout = left
+        return await self.channels.invoke(addr, command, timeout)
 
     async def _call(self, addr: str | None, code: int, fields: dict | None, timeout: float, read=None, *,
                     body: bytes | None = None, ok: tuple[int, ...] = (ResponseCode.SUCCESS,)):
