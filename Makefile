@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 lab: $(STAMP)
-	$(BIN)/nslab nameserver --host 127.0.0.1 --port 9876
+	$(BIN)/nslab up
 
 test: $(STAMP)
 	$(BIN)/python -m pytest

@@ -17,7 +17,10 @@ from nameserver import cli as nameserver_cli
 from . import live, scenarios
 from .config import ConfigError, load_config
 from .control import LabControl, vocabulary
+from .events import read_events
 from .runner import RunOptions, deterministic_scheduling, make_clock, run_cluster
+
+TUI_SPEED = 4.0  # the UI's default: a 120 s expiry takes 30 s on screen
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -28,11 +31,15 @@ def build_parser() -> argparse.ArgumentParser:
     nameserver_cli.add_arguments(ns)
     ns.set_defaults(run=nameserver_cli.run)
 
-    up = sub.add_parser("up", help="run the lab cluster", description=(
-        "Run the default cluster (or --config FILE): NameServers, brokers, producers, consumers. "
-        "Break it from another terminal with `nslab chaos`."))
+    up = sub.add_parser("up", help="run the lab cluster in the terminal UI (the default command)", description=(
+        "Run the default cluster (or --config FILE): NameServers, brokers, producers, consumers, in "
+        "the terminal UI at --speed 4 (a 120 s expiry takes 30 s). Break it with the UI's keys or "
+        "from another terminal with `nslab chaos`."))
     up.add_argument("--headless", action="store_true", help="no UI: run until --duration ends or Ctrl-C")
-    up.add_argument("--duration", type=nameserver_cli.duration, metavar="D", help="stop after D (e.g. 10m)")
+    up.add_argument("--scenario", metavar="NAME", help="play a scenario's timeline in the UI, its expectations "
+                                                       "shown as they are decided")
+    up.add_argument("--duration", type=nameserver_cli.duration, metavar="D",
+                    help="with --headless: stop after D (e.g. 10m)")
     up.add_argument("--config", type=Path, metavar="FILE", help="cluster configuration (TOML)")
     up.add_argument("--sim", action="store_true",
                     help="simulated network and virtual time (deterministic for a seed)")
@@ -48,6 +55,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     _run_options(run)
     run.set_defaults(run=run_scenario)
+
+    rp = sub.add_parser("replay", help="open a recorded event log in the UI", description=(
+        "Open an event log (nslab up/run --events FILE) in the lab's views: play, pause, step, jump."))
+    rp.add_argument("events", type=Path, metavar="EVENTS")
+    rp.add_argument("--speed", type=float, default=TUI_SPEED, help="playback speed (default %(default)g)")
+    rp.set_defaults(run=run_replay)
 
     sc = sub.add_parser("scenarios", help="list the bundled scenarios, a line each")
     sc.set_defaults(run=list_scenarios)
@@ -80,15 +93,24 @@ def _fail(command: str, error: Exception, code: int = 2) -> int:
 # --- nslab up -----------------------------------------------------------------------------------
 
 def run_up(args: argparse.Namespace) -> int:
-    if not args.headless:
-        return _fail("up", "the terminal UI is not built yet; run with --headless")
+    play = None
     try:
-        config = load_config(args.config, args.set)
-    except ConfigError as e:
+        if args.scenario:
+            if args.headless:
+                return _fail("up", "a headless scenario is `nslab run NAME`")
+            play = scenarios.Play(scenarios.prepare(args.scenario, seed=args.seed, overrides=args.set))
+            config = play.prepared.config
+        else:
+            config = load_config(args.config, args.set)
+    except (ScenarioError, ConfigError) as e:
         return _fail("up", e)
     options = RunOptions(sim=args.sim, speed=args.speed, duration=args.duration, events_path=args.events)
-    if args.seed is not None:
+    if play is not None:
+        options.seed = play.prepared.seed
+    elif args.seed is not None:
         options.seed = args.seed
+    if not args.headless:
+        return run_tui(config, options, play)
     if options.sim:
         deterministic_scheduling(options.seed)
     mode = "sim" if options.sim else "sockets"
@@ -123,6 +145,32 @@ def run_up(args: argparse.Namespace) -> int:
 
     trio.run(main, clock=make_clock(options))
     return 0
+
+
+def run_tui(config, options: RunOptions, play) -> int:
+    from .tui.app import LabApp  # here only: headless runs need not pay for importing Textual
+    from .tui.guest import LiveLab
+
+    if options.speed is None:
+        options.speed = TUI_SPEED
+    app = LabApp(LiveLab(config, options, play))
+    app.run()
+    return app.return_code or 0
+
+
+def run_replay(args: argparse.Namespace) -> int:
+    from .tui.app import LabApp
+    from .tui.replay import Replay
+
+    try:
+        records = list(read_events(args.events))
+    except OSError as e:
+        return _fail("replay", e)
+    if not records:
+        return _fail("replay", f"{args.events}: no event records")
+    app = LabApp(Replay(records, speed=args.speed))
+    app.run()
+    return app.return_code or 0
 
 
 # --- nslab run / scenarios ----------------------------------------------------------------------
@@ -186,9 +234,8 @@ def run_chaos(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    if getattr(args, "run", None) is None:
-        parser.print_help()
-        return 2
+    if args.command is None:  # plain `nslab` opens the lab
+        args = parser.parse_args(["up"])
     return args.run(args)
 
 

@@ -130,22 +130,33 @@ def run(prepared: Prepared, options: RunOptions, *, on_result=None) -> Verdict:
     return trio.run(lambda: run_async(prepared, options, on_result=on_result), clock=make_clock(options))
 
 
-async def run_async(prepared: Prepared, options: RunOptions, *, on_result=None) -> Verdict:
-    scenario = prepared.scenario
-    verdict = Verdict(scenario.name, prepared.seed)
-    view = expectations.ClusterView()
-    log: list = []  # the run's EventLog, once it exists
+class Play:
+    """A scenario's timeline and checks, ready to drive a cluster: `driver` and `subscribers` go to
+    run_cluster. run_async below uses it headless; the TUI plays it on screen."""
 
-    def decided(result: Result) -> None:
-        if log:  # decisions before the cluster is up are rare; on_result still hears them
-            log[0].emit("lab", "check.result", name=result.name, ok=result.ok, detail=result.detail)
-        if on_result is not None:
-            on_result(result)
+    def __init__(self, prepared: Prepared, *, on_result=None):
+        self.prepared = prepared
+        self.verdict = Verdict(prepared.scenario.name, prepared.seed)
+        self.on_result = on_result
+        self.events = None  # the run's EventLog, once it exists
+        view = expectations.ClusterView()
+        self.checker = Checker(expectations.build(prepared.scenario, prepared.config, prepared.topology, view),
+                               on_decided=self._decided)
+        self.subscribers = [view.observe, self.checker.observe]
 
-    checker = Checker(expectations.build(scenario, prepared.config, prepared.topology, view), on_decided=decided)
+    @property
+    def names(self) -> list[str]:
+        return [check.name for check in self.checker.checks]
 
-    async def driver(cluster, events, nursery) -> None:
-        log.append(events)
+    def _decided(self, result: Result) -> None:
+        if self.events is not None:  # decisions before the cluster is up are rare; on_result still hears them
+            self.events.emit("lab", "check.result", name=result.name, ok=result.ok, detail=result.detail)
+        if self.on_result is not None:
+            self.on_result(result)
+
+    async def driver(self, cluster, events, nursery) -> None:
+        self.events = events
+        scenario, checker = self.prepared.scenario, self.checker
         control = LabControl(cluster, nursery)
         start = trio.current_time()
 
@@ -165,16 +176,20 @@ async def run_async(prepared: Prepared, options: RunOptions, *, on_result=None) 
                     await cluster.supervisor.stop(name)
             await trio.sleep(DRAIN)
             timeline.cancel_scope.cancel()
-        verdict.results = checker.finish(events.now())
+        self.verdict.results = checker.finish(events.now())
         crashed = [h for h in cluster.supervisor.nodes.values() if h.state == "crashed" and h.role != "producer"
                    and h.role != "consumer"]
         if crashed:
-            verdict.error = "; ".join(f"{h.name} crashed: {h.error}" for h in crashed)
+            self.verdict.error = "; ".join(f"{h.name} crashed: {h.error}" for h in crashed)
 
+
+async def run_async(prepared: Prepared, options: RunOptions, *, on_result=None) -> Verdict:
+    play = Play(prepared, on_result=on_result)
+    verdict = play.verdict
     wall = time.monotonic()
     try:
-        result = await run_cluster(prepared.config, options, scenario=scenario.name, driver=driver,
-                                   subscribers=[view.observe, checker.observe])
+        result = await run_cluster(prepared.config, options, scenario=prepared.scenario.name, driver=play.driver,
+                                   subscribers=play.subscribers)
     except Exception as e:  # a bug in the lab: this run says nothing about the system under test
         verdict.error = f"{type(e).__name__}: {e}"
         verdict.wall_seconds = time.monotonic() - wall
@@ -184,4 +199,4 @@ async def run_async(prepared: Prepared, options: RunOptions, *, on_result=None) 
     return verdict
 
 
-__all__ = ["ConfigError", "ScenarioError", "Verdict", "bundled", "find", "prepare", "run"]
+__all__ = ["ConfigError", "Play", "ScenarioError", "Verdict", "bundled", "find", "prepare", "run"]

@@ -1,0 +1,65 @@
+"""What each chaos verb offers to pick, in the dialogs and the command palette: targets from the
+model, presets for toxics and topic growth. The result is always `nslab chaos` words."""
+
+from __future__ import annotations
+
+from ..control import vocabulary
+from .model import LabModel
+
+HELP = {spec.name: spec.help for spec in vocabulary().specs.values()}
+VERBS = tuple(HELP)
+
+TOXICS = {  # label -> the toxic's words after the node
+    "latency 500ms": ["latency", "latency=500ms"],
+    "latency 5s (past the 3 s send timeout)": ["latency", "latency=5s"],
+    "loss 30%": ["loss", "probability=0.3"],
+    "bandwidth 10 KiB/s": ["bandwidth", "rate=10k"],
+    "blackhole (bytes vanish, connections stay)": ["blackhole"],
+    "reset (connections torn down)": ["reset"],
+}
+GROW = {f"{n:,} topics": [f"count={n}"] for n in (1_000, 10_000, 30_000)}
+SECOND = {"toxic": ("Which toxic?", TOXICS), "grow-topics": ("How many topics?", GROW)}
+NO_TARGET = ("heal",)
+ROLE_ORDER = {"broker": 0, "nameserver": 1, "producer": 2, "consumer": 3}  # brokers first: the usual target
+GROUPS = ("partition",)
+
+
+def targets(verb: str, model: LabModel) -> list[tuple[str, str]]:
+    """(word, label) for each thing the verb can act on now."""
+    nodes = sorted(model.nodes.values(), key=lambda v: ROLE_ORDER.get(v.role, 4))
+    up = [v for v in nodes if v.state == "up"]
+    if verb in ("kill", "stop", "isolate", "toxic"):
+        picked = up
+    elif verb == "freeze":
+        picked = [v for v in up if not v.frozen]
+    elif verb == "unfreeze":
+        picked = [v for v in up if v.frozen]
+    elif verb == "restart":
+        picked = nodes
+    elif verb == "grow-topics":
+        picked = [v for v in up if v.role == "broker"]
+    elif verb in ("ns-down", "ns-up"):
+        wanted = verb == "ns-down"
+        nameservers = [v for v in nodes if v.role == "nameserver" and (v.state == "up") == wanted]
+        return [("all", "every NameServer")] + [(v.name, f"{v.name}  {v.shown_state}") for v in nameservers]
+    elif verb in ("wipe-perm", "add-perm"):
+        groups = sorted({b.broker_name for b in model.brokers.values() if b.broker_name})
+        return [(g, f"{g}  (on every NameServer)") for g in groups]
+    elif verb == "new-client":
+        return [("producer", "a new producer"), ("consumer", "a new consumer")]
+    else:
+        return []
+    return [(v.name, f"{v.name}  {v.role}, {v.shown_state}") for v in picked]
+
+
+def palette_commands(model: LabModel) -> list[tuple[str, list[str] | None, str]]:
+    """(title, words or None for a dialog, help) for every chaos action the palette offers."""
+    commands = []
+    for verb in VERBS:
+        if verb in NO_TARGET:
+            commands.append((verb, [verb], HELP[verb]))
+        elif verb in GROUPS or verb in SECOND:
+            commands.append((f"{verb}…", None, HELP[verb]))
+        else:
+            commands += [(f"{verb} {word}", [verb, word], HELP[verb]) for word, _ in targets(verb, model)]
+    return commands

@@ -1,0 +1,167 @@
+"""The live lab: the cluster runs on trio inside Textual's asyncio loop (trio's guest mode), on a
+MockClock the screen controls — pause is rate 0, faster and slower change the rate, and in
+simulated mode a step lets virtual time jump through the next second as fast as the CPU allows
+(autojump: nothing there waits on real I/O).
+
+The cluster never waits for the screen: its records go to a list that the screen's timer drains
+into the model. The screen never blocks on the cluster: calls into trio go through the trio token's
+run_sync_soon and come back as asyncio futures.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+
+import outcome
+import trio
+
+from chaos.faults import FaultError
+
+from .. import live
+from ..config import LabConfig
+from ..control import LabControl, vocabulary
+from ..runner import RunOptions, deterministic_scheduling, make_clock, run_cluster
+from ..scenarios import Play
+from .source import STEP, Source
+
+STOP_TIMEOUT = 30.0  # real seconds for the graceful shutdown after `q`
+
+
+class LiveLab(Source):
+    live = True
+
+    def __init__(self, config: LabConfig, options: RunOptions, play: Play | None = None):
+        super().__init__(options.speed)
+        self.config, self.options, self.play = config, options, play
+        self.mode = "sim" if options.sim else "sockets"
+        self.can_step = options.sim
+        self.clock = make_clock(options)  # a MockClock: options.speed is set
+        self.pending: list[dict] = []
+        self.vocabulary = vocabulary()
+        self._origin: float | None = None
+        self._stop = trio.Event()
+        self._token: trio.lowlevel.TrioToken | None = None
+        self._nursery: trio.Nursery | None = None
+        self._control: LabControl | None = None
+        self._stepping = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.done: asyncio.Future | None = None  # the guest run's outcome
+        if play is not None:
+            self.scenario = play.prepared.scenario.name
+            self.model.expect(play.names)
+
+    # --- the trio side ----------------------------------------------------------------------------
+
+    def _record(self, record: dict) -> None:
+        if record["kind"] == "run.start":
+            self._origin = self.clock.current_time()
+        self.pending.append(record)
+
+    async def _main(self) -> None:
+        self._token = trio.lowlevel.current_trio_token()
+        subscribers = [self._record, *(self.play.subscribers if self.play else ())]
+        await run_cluster(self.config, self.options, driver=self._drive, subscribers=subscribers,
+                          scenario=self.scenario)
+
+    async def _drive(self, cluster, events, nursery: trio.Nursery) -> None:
+        self._control = LabControl(cluster, nursery)
+        server = live.ControlServer(cluster, self._control, {
+            "mode": self.mode, "seed": self.options.seed, "namesrv_addr": ";".join(cluster.namesrv_addrs)})
+        async with trio.open_nursery() as inner:
+            await inner.start(server.serve)  # `nslab chaos` reaches this lab from now on
+            if self.play is not None:
+                inner.start_soon(self.play.driver, cluster, events, nursery)
+            self._nursery = nursery
+            await self._stop.wait()
+            inner.cancel_scope.cancel()
+
+    async def _step(self, seconds: float) -> None:
+        self.clock.autojump_threshold = 0
+        try:
+            await trio.sleep(seconds)
+        finally:
+            self.clock.autojump_threshold = math.inf
+            self._stepping = False
+
+    def _shutdown(self) -> None:
+        self.clock.rate = max(self.speed, 1.0)  # a paused clock would never let brokers unregister
+        if self.options.sim:
+            self.clock.autojump_threshold = 0
+        self._stop.set()
+
+    # --- the asyncio side ---------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self.done = self._loop.create_future()
+        if self.options.sim:
+            deterministic_scheduling(self.options.seed)
+        trio.lowlevel.start_guest_run(
+            self._main, run_sync_soon_threadsafe=self._loop.call_soon_threadsafe,
+            done_callback=self.done.set_result, clock=self.clock, host_uses_signal_set_wakeup_fd=True)
+
+    async def stop(self) -> None:
+        """Graceful: clients, brokers (which unregister), NameServers; then the run ends."""
+        if self.done is not None and not self.done.done():
+            self._call(self._shutdown)
+            try:
+                await asyncio.wait_for(asyncio.shield(self.done), STOP_TIMEOUT)
+            except TimeoutError:  # a node that will not stop dies with the process
+                pass
+        self.tick()
+
+    @property
+    def error(self) -> BaseException | None:
+        if self.done is not None and self.done.done() and isinstance(self.done.result(), outcome.Error):
+            return self.done.result().error
+        return None
+
+    def tick(self) -> None:
+        pending, self.pending = self.pending, []
+        for record in pending:
+            self.model.feed(record)
+        if self._origin is not None and not self.model.ended:
+            self.model.now = max(self.model.now, self.clock.current_time() - self._origin)
+
+    def _call(self, fn, *args) -> None:
+        """Run fn in trio's context (where the clock's settings take effect) and wake trio up."""
+        if self._token is None:
+            fn(*args)  # trio has not ticked yet; it reads the clock when it does
+            return
+        try:
+            self._token.run_sync_soon(fn, *args)
+        except trio.RunFinishedError:
+            pass
+
+    def _rate_changed(self) -> None:
+        self._call(setattr, self.clock, "rate", self.rate)
+
+    def step(self, seconds: float = STEP) -> None:
+        if self.can_step and self.paused and not self._stepping and self._nursery is not None:
+            self._stepping = True
+            self._call(self._nursery.start_soon, self._step, seconds)
+
+    async def apply(self, words: list[str]) -> str:
+        """A fault in `nslab chaos` words, applied to the running cluster; what happened, in a sentence."""
+        fault = self.vocabulary.parse_words(words)
+        if self._nursery is None or self.done.done():
+            raise FaultError("the cluster is still starting" if self._nursery is None else "the lab has stopped")
+        future = self._loop.create_future()
+
+        async def run() -> None:
+            result = await outcome.acapture(self._control.apply, fault, source="tui")
+            self._loop.call_soon_threadsafe(_settle, future, result)
+
+        self._call(self._nursery.start_soon, run)
+        return await future
+
+
+def _settle(future: asyncio.Future, result: outcome.Outcome) -> None:
+    if future.done():  # the screen stopped waiting
+        return
+    if isinstance(result, outcome.Error):
+        future.set_exception(result.error)
+    else:
+        future.set_result(result.value)
+

@@ -1,0 +1,1 @@
+"""Screens over the lab: help and the dialogs that pick chaos targets."""

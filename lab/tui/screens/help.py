@@ -1,0 +1,79 @@
+"""What every panel, table and timer means, a sentence each, and the keys."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Markdown
+
+HELP = """\
+# nslab — what you are looking at
+
+**NameServers are independent**: they never talk to each other. Every broker registers with every
+NameServer; clients pick one and pull routes from it: routes are pulled, never pushed.
+
+## Each NameServer's five tables
+
+- **brokerLiveTable** — broker address → when it last registered. The bar is the heartbeat's age
+  against the **120 s expiry**: a broker silent that long is removed by the **10 s scan**
+  (so it goes after 120–130 s). A closed connection removes it at once.
+- **brokerAddrTable** — broker name → its cluster and addresses by broker id (0 master, ≥1 slave).
+- **clusterAddrTable** — cluster → the broker names in it.
+- **topicQueueTable** — topic → per broker name: read/write queue counts and permission (rw, r-).
+- **filterServerTable** — broker address → its filter servers (usually empty).
+
+A row on a red background **differs between the live NameServers**; the figure at its end is how
+long they have disagreed — the divergence monitor RocketMQ's maintainers recommend. A dim row is
+one this NameServer lacks while another holds it.
+
+## Timers (RocketMQ's defaults)
+
+- **30 s registration**: each broker re-registers with every NameServer (its heartbeat).
+- **10 s scan**: each NameServer removes brokers silent for **120 s**.
+- **30 s route poll**: each client asks its NameServer for every topic's route. Between polls a
+  client keeps routing to what it knows — a dead broker stays in its cache; retries (2 by
+  default, on another broker) cover the gap.
+
+## Brokers and clients
+
+- **Brokers**: role, state (up / killed / frozen / cut off), the last registration result with
+  each NameServer and how long ago, write permission (and where it was wiped), stored messages.
+- **Clients**: the NameServer each uses, the age of its last route from a NameServer, **cache**
+  when its last fetch failed and it runs on its cached route, sends ok / failed / retried, the
+  brokers its sends recently failed on (avoided), and consumer lag. The sparklines are send
+  attempts per second: ok above, failed below.
+- **Events**: the event log, coloured by kind; chaos actions marked ⚡. Type in the filter to see
+  any record (sends, consumes, route fetches are hidden otherwise).
+- **Checks**: a scenario's expectations, pending until decided, then held ✓ or failed ✗.
+
+## Keys
+
+| key | does |
+| --- | --- |
+| space | pause / resume (replay: play / pause) |
+| + / - | faster / slower |
+| . | step one second (simulated mode and replay, while paused) |
+| j | jump to a time (replay) |
+| k f u r s | kill, freeze, unfreeze, restart, stop (gracefully) a node |
+| p i h | partition (pick the sides), isolate a node, heal the network |
+| t | a link toxic: latency, loss, bandwidth, blackhole, reset |
+| n / N | take NameServers down / bring them up |
+| w / W | wipe / add a broker group's write permission |
+| c g | start a new client, grow a broker's topic table |
+| 1 2 3 4 | brokers, clients, events, checks |
+| / | filter the event log |
+| ctrl+p | the command palette: every action by name |
+| q | quit: every node stopped cleanly |
+
+`nslab chaos …` from another terminal drives this same lab.
+"""
+
+
+class HelpScreen(ModalScreen[None]):
+    BINDINGS = [Binding("escape,q,question_mark,f1", "dismiss", "Close", id="help.close")]
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(classes="dialog help"):
+            yield Markdown(HELP)
