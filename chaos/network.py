@@ -330,7 +330,7 @@ class TcpNetwork(Network):
         address = "%s:%d" % listeners[0].socket.getsockname()[:2]
         self._listeners.setdefault(node, []).extend(_ClosableTcpListener(lst) for lst in listeners)
         self.node_at[address], self.address_of[node] = node, address
-        return listeners[0], address
+        return _FreezableListener(self, node, listeners[0]), address
 
     async def connect(self, src: str, address: str) -> trio.SocketStream:
         host, _, port = address.rpartition(":")
@@ -338,10 +338,15 @@ class TcpNetwork(Network):
         if dst is None:  # not a lab node: dial it directly
             return await trio.open_tcp_stream(host, int(port))
         await self._wait_reachable(src, dst)
-        relay_port = self._relays.get((src, dst))
-        if relay_port is None:
-            relay_port = self._relays[(src, dst)] = await self.nursery.start(self._relay, src, dst)
-        return await trio.open_tcp_stream(self.host, relay_port)
+        return await trio.open_tcp_stream(self.host, await self.relay_port(src, dst))
+
+    async def relay_port(self, src: str, dst: str) -> int:
+        """The port of the relay for the link src -> dst, started on first use. A node run as its
+        own process (lab/child.py) dials its peers at these ports, so its links pass the relays too."""
+        port = self._relays.get((src, dst))
+        if port is None:
+            port = self._relays[(src, dst)] = await self.nursery.start(self._relay, src, dst)
+        return port
 
     async def _relay(self, src: str, dst: str, task_status=trio.TASK_STATUS_IGNORED) -> None:
         (listener,) = await trio.open_tcp_listeners(0, host=self.host)
@@ -425,3 +430,47 @@ class _ClosableTcpListener:
 
     def close_now(self) -> None:
         self.listener.socket.close()
+
+
+class _FreezableListener(trio.abc.Listener):
+    """A node's listener whose connections stop while the node is frozen.
+
+    Links between lab nodes pass relays, which hold a frozen node's bytes; a client from outside
+    the lab (a real RocketMQ client, say) dials the node's port directly, so its connection is held
+    here instead: as with a SIGSTOPped process, the kernel accepts and buffers, nothing is read or
+    answered until the node is unfrozen."""
+
+    def __init__(self, network: Network, node: str, listener: trio.SocketListener):
+        self.network, self.node, self.listener = network, node, listener
+
+    async def accept(self) -> trio.abc.Stream:
+        return _FreezableStream(self.network, self.node, await self.listener.accept())
+
+    async def aclose(self) -> None:
+        await self.listener.aclose()
+
+
+class _FreezableStream(trio.abc.Stream):
+    def __init__(self, network: Network, node: str, stream: trio.SocketStream):
+        self.network, self.node, self.stream = network, node, stream
+        self.socket = stream.socket
+
+    async def _while_frozen(self) -> None:
+        while self.node in self.network.links.frozen:
+            await self.network.links_changed()
+
+    async def send_all(self, data) -> None:
+        await self._while_frozen()
+        await self.stream.send_all(data)
+
+    async def wait_send_all_might_not_block(self) -> None:
+        await self.stream.wait_send_all_might_not_block()
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes:
+        await self._while_frozen()
+        data = await self.stream.receive_some(max_bytes)
+        await self._while_frozen()  # read just before the freeze: processed after it, as a stopped process would
+        return data
+
+    async def aclose(self) -> None:
+        await self.stream.aclose()

@@ -43,6 +43,8 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--config", type=Path, metavar="FILE", help="cluster configuration (TOML)")
     up.add_argument("--sim", action="store_true",
                     help="simulated network and virtual time (deterministic for a seed)")
+    up.add_argument("--processes", action="store_true",
+                    help="run each NameServer and broker as its own child process (kill = SIGKILL, freeze = SIGSTOP)")
     _run_options(up)
     up.set_defaults(run=run_up)
 
@@ -104,7 +106,8 @@ def run_up(args: argparse.Namespace) -> int:
             config = load_config(args.config, args.set)
     except (ScenarioError, ConfigError) as e:
         return _fail("up", e)
-    options = RunOptions(sim=args.sim, speed=args.speed, duration=args.duration, events_path=args.events)
+    options = RunOptions(sim=args.sim, speed=args.speed, duration=args.duration, events_path=args.events,
+                         processes=args.processes)
     if play is not None:
         options.seed = play.prepared.seed
     elif args.seed is not None:

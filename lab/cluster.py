@@ -6,10 +6,16 @@ must outlive a node (broker stores) and turns every node's doings into event-log
 
 from __future__ import annotations
 
+import json
+import os
 import random
+import signal
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
+import msgpack
 import trio
 
 from chaos.network import Network
@@ -32,13 +38,15 @@ from .topology import Topology, plan
 
 class Cluster:
     def __init__(self, config: LabConfig, network: Network, events: EventLog, *, seed: int,
-                 sockets: bool, run_dir: Path | None = None):
+                 sockets: bool, run_dir: Path | None = None, processes: bool = False):
         self.config = config
         self.network = network
         self.events = events
         self.seed = seed
         self.sockets = sockets
         self.run_dir = run_dir
+        self.processes = processes  # NameServers and brokers as child processes (lab/child.py)
+        self.pids: dict[str, int] = {}  # node -> pid of its running process (processes mode)
         self.topology: Topology = plan(config, seed)
         self.nameservers: dict[str, NameServer] = {}
         self.brokers: dict[str, object] = {}
@@ -101,7 +109,7 @@ class Cluster:
             path = None
             if self.sockets:
                 if self.run_dir is None:
-                    self.run_dir = Path(tempfile.mkdtemp(prefix=f"nslab-{self.seed}-"))
+                    self._make_run_dir()
                 path = self.run_dir / f"{name}.store"
             self.stores[name] = MessageStore(path)
         return self.stores[name]
@@ -148,11 +156,89 @@ class Cluster:
             return name, str(e)
         return name, None
 
+    # --- nodes as processes (nslab up --processes) -------------------------------------------------
+
+    async def _run_process(self, name: str, role: str, task_status) -> None:
+        """Run a node as `python -m lab.child` and re-emit its events; a kill (cancel) is SIGKILL.
+        The child sits in its own process group, so a terminal's Ctrl-C reaches only the lab,
+        which then stops every child itself; PR_SET_PDEATHSIG covers the lab dying abruptly."""
+        peers = {}
+        for other, handle in self.supervisor.nodes.items():  # brokers dial NameServers and masters
+            if other != name and handle.address:
+                peers[handle.address] = await self.network.relay_port(name, other)
+        spec = {"role": role, "name": name, "port": self.port(name, 0), "config": self.config.to_dict(),
+                "seed": self.seed, "run_dir": str(self.run_dir or self._make_run_dir()), "peers": peers,
+                "namesrv": self.namesrv_addrs, "parent": os.getpid()}
+        # Forked here, in trio's thread, not with trio.lowlevel.open_process: that forks in a worker
+        # thread, and PR_SET_PDEATHSIG (lab/child.py) fires when the forking *thread* exits — an
+        # idle worker thread retires after seconds and would take the child with it.
+        process = subprocess.Popen([sys.executable, "-m", "lab.child", json.dumps(spec)],
+                                   stdout=subprocess.PIPE, start_new_session=True)
+        stdout = trio.lowlevel.FdStream(os.dup(process.stdout.fileno()))
+        process.stdout.close()
+        exited = os.pidfd_open(process.pid)  # readable once the child exits (Linux)
+        self.pids[name] = process.pid
+        try:
+            unpacker = msgpack.Unpacker()
+            started = False
+            async for chunk in stdout:
+                unpacker.feed(chunk)
+                for record in unpacker:
+                    if "listening" in record:  # other nodes reach it through relays from now on
+                        self.network.node_at[record["listening"]] = name
+                        self.network.address_of[name] = record["listening"]
+                        task_status.started(record["listening"])
+                        started = True
+                    else:
+                        self.events.emit(record.pop("node"), record.pop("kind"), pid=process.pid, **record)
+            await trio.lowlevel.wait_readable(exited)
+            code = process.wait()
+            if code != 0 or not started:  # an exit nobody asked for: the supervisor reports it
+                raise RuntimeError(f"process {process.pid} exited with {_exit_text(code)}")
+        finally:
+            self.pids.pop(name, None)
+            with trio.CancelScope(shield=True):
+                if process.poll() is None:
+                    process.kill()  # SIGKILL, even when SIGSTOPped
+                    await trio.lowlevel.wait_readable(exited)
+                process.wait()  # reaped: no zombie
+                os.close(exited)
+                await stdout.aclose()
+
+    async def _stop_process(self, name: str) -> None:
+        """Graceful stop: SIGTERM, the child unregisters its broker and exits."""
+        pid = self.pids.get(name)
+        if pid is not None:
+            os.kill(pid, signal.SIGCONT)
+            os.kill(pid, signal.SIGTERM)
+            handle = self.supervisor.nodes[name]
+            with trio.move_on_after(10):
+                await handle.done.wait()
+
+    def signal_process(self, name: str, sig: int) -> bool:
+        """SIGSTOP / SIGCONT a node's process; False when it runs in this one."""
+        pid = self.pids.get(name)
+        if pid is None:
+            return False
+        os.kill(pid, sig)
+        return True
+
+    def _make_run_dir(self) -> Path:
+        self.run_dir = Path(tempfile.mkdtemp(prefix=f"nslab-{self.seed}-"))
+        return self.run_dir
+
     def _add_nodes(self) -> None:
         add = self.supervisor.add
-        for name, port in self.topology.nameservers:
+        if self.processes:
+            for name, _ in self.topology.nameservers:
+                add(name, "nameserver", lambda task_status, name=name: self._run_process(name, "nameserver", task_status),
+                    stop=lambda name=name: self._stop_process(name))
+            for spec in self.topology.brokers:
+                add(spec.name, "broker", lambda task_status, name=spec.name: self._run_process(name, "broker", task_status),
+                    stop=lambda name=spec.name: self._stop_process(name))
+        for name, port in self.topology.nameservers if not self.processes else ():
             add(name, "nameserver", lambda task_status, name=name, port=port: self._run_nameserver(name, port, task_status))
-        for spec in self.topology.brokers:
+        for spec in self.topology.brokers if not self.processes else ():
             add(spec.name, "broker", lambda task_status, spec=spec: self._run_broker(spec, task_status),
                 stop=lambda name=spec.name: self.brokers[name].shutdown())
         for name in self.topology.consumers:
@@ -189,5 +275,10 @@ class Cluster:
         self.events.emit(handle.name, "node.stop", state=handle.state, **({"error": handle.error} if handle.error else {}))
 
     def status(self) -> list[dict]:
-        return [{"node": h.name, "role": h.role, "state": h.state, "address": h.address}
+        return [{"node": h.name, "role": h.role, "state": h.state, "address": h.address,
+                 **({"pid": self.pids[h.name]} if h.name in self.pids else {})}
                 for h in self.supervisor.nodes.values()]
+
+
+def _exit_text(code: int) -> str:
+    return f"signal {signal.Signals(-code).name}" if code < 0 else f"code {code}"

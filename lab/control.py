@@ -5,6 +5,8 @@ Every applied fault is a `chaos.fault` record in the event log, with where it ca
 
 from __future__ import annotations
 
+import signal
+
 import trio
 
 from chaos.faults import Fault, FaultError, VerbSpec, Vocabulary
@@ -64,12 +66,14 @@ class LabControl:
 
     async def _freeze(self, fault: Fault) -> str:
         name = fault.nodes[0]
-        self.cluster.network.freeze(name)
+        self.cluster.network.freeze(name)  # holds its links; a process of its own is SIGSTOPped too
+        stopped = self.cluster.signal_process(name, signal.SIGSTOP)
         self.cluster.supervisor.nodes[name].state = "frozen"
-        return f"{name} frozen: its connections stay open, nothing flows"
+        return f"{name} frozen{' (SIGSTOP)' if stopped else ''}: its connections stay open, nothing flows"
 
     async def _unfreeze(self, fault: Fault) -> str:
         name = fault.nodes[0]
+        self.cluster.signal_process(name, signal.SIGCONT)
         self.cluster.network.unfreeze(name)
         handle = self.cluster.supervisor.nodes[name]
         if handle.state == "frozen":

@@ -39,6 +39,7 @@ class RunOptions:
     events_path: Path | None = None
     run_dir: Path | None = None
     grid: dict[str, str] | None = None  # a sweep's grid point, added to run.start when given
+    processes: bool = False  # NameServers and brokers as child processes (sockets mode only)
 
 
 @dataclass
@@ -88,7 +89,7 @@ async def run_cluster(config: LabConfig, options: RunOptions, *,
         async with trio.open_nursery() as nursery:
             network = make_network(options, config, nursery)
             cluster = Cluster(config, network, events, seed=options.seed, sockets=not options.sim,
-                              run_dir=options.run_dir)
+                              run_dir=options.run_dir, processes=options.processes and not options.sim)
             events.start(seed=options.seed, version=VERSION, mode="sim" if options.sim else "sockets",
                          speed=options.speed, scenario=scenario, config=config.to_dict(),
                          topics=list(cluster.topology.topics), nodes=cluster.topology.roles(),

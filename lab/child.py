@@ -1,0 +1,123 @@
+"""One lab node (a NameServer or a broker) as its own OS process: `nslab up --processes`.
+
+    python -m lab.child SPEC_JSON
+
+SPEC: {"role", "name", "port", "config" (LabConfig dict), "seed", "run_dir",
+       "peers" {address: relay port}, "namesrv" [addresses], "parent" pid}
+
+The child runs the node with the same code as an in-process one (Cluster._run_nameserver /
+_run_broker) on real sockets. Why events go back over stdout rather than to a file of its own: the
+parent keeps one event log, so the TUI, `nslab chaos status`, expectations and replays work
+unchanged. The stream is msgpack records; one is {"listening": address} once the node listens.
+
+Links still pass the parent's relays: the child dials a peer's address at the relay port the
+parent gave for that link, so partitions and toxics apply. Its store is a file in the run dir, so a
+restart (a new process) finds the messages. It dies with the parent (PR_SET_PDEATHSIG).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+
+import msgpack
+import trio
+
+from chaos.links import Links
+from chaos.network import TcpNetwork
+
+from .cluster import Cluster
+from .config import LabConfig, apply_table
+from .events import EventLog
+
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(parent: int) -> None:
+    """SIGKILL this process when the parent dies, even by SIGKILL (Linux; elsewhere a no-op)."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # the parent died before prctl took effect
+        os._exit(1)
+
+
+class PipeEvents(EventLog):
+    """Events written to the parent, one msgpack record each, flushed at once; the parent stamps t."""
+
+    def __init__(self):
+        super().__init__(trio.current_time)
+        self.out = sys.stdout.buffer
+
+    def emit(self, node: str, kind: str, **fields) -> dict:
+        record = {"node": node, "kind": kind, **fields}
+        self.out.write(self._packer.pack(record))
+        self.out.flush()
+        return record
+
+
+class ChildNetwork(TcpNetwork):
+    """Real sockets; peers are dialled at the parent's relay for each link."""
+
+    def __init__(self, nursery: trio.Nursery, peers: dict[str, int]):
+        super().__init__(nursery, Links())
+        self.peers = peers
+
+    async def connect(self, src: str, address: str) -> trio.SocketStream:
+        host, _, port = address.rpartition(":")
+        return await trio.open_tcp_stream(self.host, self.peers[address]) if address in self.peers \
+            else await trio.open_tcp_stream(host, int(port))
+
+
+class ChildCluster(Cluster):
+    """A Cluster of one node: the port and NameServer list come from the parent."""
+
+    def __init__(self, spec: dict, network, events):
+        config = LabConfig()
+        apply_table(config, spec["config"], path="<parent>", text="")
+        super().__init__(config, network, events, seed=spec["seed"], sockets=True, run_dir=Path(spec["run_dir"]))
+        self.spec = spec
+
+    def port(self, name: str, port: int) -> int:
+        return self.spec["port"]
+
+    @property
+    def namesrv_addrs(self) -> list[str]:
+        return self.spec["namesrv"]
+
+
+async def run(spec: dict) -> None:
+    events = PipeEvents()
+    async with trio.open_nursery() as nursery:
+        cluster = ChildCluster(spec, ChildNetwork(nursery, spec["peers"]), events)
+        name = spec["name"]
+        if spec["role"] == "nameserver":
+            body = lambda task_status: cluster._run_nameserver(name, spec["port"], task_status)  # noqa: E731
+        else:
+            broker = next(b for b in cluster.topology.brokers if b.name == name)
+            body = lambda task_status: cluster._run_broker(broker, task_status)  # noqa: E731
+        with trio.open_signal_receiver(signal.SIGTERM) as signals:
+            address = await nursery.start(body)
+            events.out.write(events._packer.pack({"listening": address}))
+            events.out.flush()
+            async for _ in signals:  # SIGTERM: a graceful stop (a broker unregisters first)
+                if name in cluster.brokers:
+                    await cluster.brokers[name].shutdown()
+                nursery.cancel_scope.cancel()
+                return
+
+
+def main() -> None:
+    spec = json.loads(sys.argv[1])
+    die_with_parent(spec["parent"])
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it stops us
+    trio.run(run, spec)
+
+
+if __name__ == "__main__":
+    main()
