@@ -359,19 +359,26 @@ def _decode_compressed(body: bytes) -> RegisterBrokerBody:
     return RegisterBrokerBody(data_version, filters, load_table)
 
 
+def encode_compressed_register_body(topic_config_table: Mapping[str, TopicConfig], data_version: DataVersion,
+                                    filter_server_list: list[str]) -> bytes:
+    """RegisterBrokerBody.encode(true): length-prefixed chunks, deflated. A plain function so the
+    workshop (exercise 9) can swap in a learner's version."""
+    def chunk(b: bytes) -> bytes:
+        return struct.pack(">i", len(b)) + b
+    parts = [chunk(json.dumps(data_version_to_wire(data_version), separators=(",", ":")).encode()),
+             struct.pack(">i", len(topic_config_table))]
+    for tc in topic_config_table.values():
+        parts.append(chunk(f"{tc.topic_name} {tc.read_queue_nums} {tc.write_queue_nums} "
+                           f"{tc.perm} {tc.topic_filter_type}".encode()))
+    parts.append(chunk(json.dumps(filter_server_list).encode()))
+    return zlib.compress(b"".join(parts), 9)
+
+
 def encode_register_body(topic_config_table: Mapping[str, TopicConfig], data_version: DataVersion,
                          filter_server_list: list[str], serialize_type: SerializeType, *,
                          compressed: bool = False) -> bytes:
     if compressed:
-        def chunk(b: bytes) -> bytes:
-            return struct.pack(">i", len(b)) + b
-        parts = [chunk(json.dumps(data_version_to_wire(data_version), separators=(",", ":")).encode()),
-                 struct.pack(">i", len(topic_config_table))]
-        for tc in topic_config_table.values():
-            parts.append(chunk(f"{tc.topic_name} {tc.read_queue_nums} {tc.write_queue_nums} "
-                               f"{tc.perm} {tc.topic_filter_type}".encode()))
-        parts.append(chunk(json.dumps(filter_server_list).encode()))
-        return zlib.compress(b"".join(parts), 9)
+        return encode_compressed_register_body(topic_config_table, data_version, filter_server_list)
     return dump({
         "filterServerList": filter_server_list,
         "topicConfigSerializeWrapper": {

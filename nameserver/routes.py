@@ -94,6 +94,12 @@ class RemovedBroker:
     removed_topics: list[str] = field(default_factory=list)
 
 
+def expired_brokers(broker_live_table: Mapping[str, BrokerLiveInfo], expired_time: float, now: float) -> list[str]:
+    """The addresses scanNotActiveBroker removes: silent for longer than the expiry. A plain
+    function so the workshop (lab/workshop, exercise 5) can swap in a learner's version."""
+    return [addr for addr, live in broker_live_table.items() if live.last_update_timestamp + expired_time < now]
+
+
 class RouteInfoManager:
     def __init__(self, broker_channel_expired_time: float = BROKER_CHANNEL_EXPIRED_TIME):
         self.broker_channel_expired_time = broker_channel_expired_time
@@ -243,13 +249,9 @@ class RouteInfoManager:
     def scan_not_active_broker(self, now: float) -> list[tuple[RemovedBroker, object]]:
         """Remove brokers silent for longer than the expiry; return them with the channels the
         caller must close."""
-        expired = [
-            (addr, live) for addr, live in self.broker_live_table.items()
-            if live.last_update_timestamp + self.broker_channel_expired_time < now
-        ]
         removed = []
-        for addr, live in expired:
-            del self.broker_live_table[addr]
+        for addr in expired_brokers(self.broker_live_table, self.broker_channel_expired_time, now):
+            live = self.broker_live_table.pop(addr)
             log.warning("The broker channel expired, %s %.0fms", addr,
                         self.broker_channel_expired_time * 1000)
             removed.append((self._remove_broker_addr(addr, "expired"), live.channel))

@@ -67,6 +67,13 @@ def addrs_from_address_server(status: int, body: bytes) -> list[str] | None:
     return parse_namesrv_addr(text) or None
 
 
+def failover_order(addr_list: list[str], namesrv_index: int) -> list[str]:
+    """The NameServers to try when the chosen one's channel is gone: one round over the list,
+    starting after namesrvIndex. A plain function so the workshop (exercise 7) can swap in a
+    learner's version."""
+    return [addr_list[abs(namesrv_index + k) % len(addr_list)] for k in range(1, len(addr_list) + 1)]
+
+
 class NamesrvSelector:
     """The NameServer a client talks to: sticky while its channel is OK, otherwise the next ones
     in turn from a random start, the first that connects becoming the chosen one."""
@@ -96,7 +103,7 @@ class NamesrvSelector:
     def candidates(self) -> Iterator[str]:
         """One round over the list from the next index; each candidate becomes the chosen one
         before it is tried, as in getAndCreateNameserverChannel."""
-        for _ in range(len(self.addr_list)):
+        for addr in failover_order(self.addr_list, self.namesrv_index):
             self.namesrv_index += 1
-            self.chosen = self.addr_list[abs(self.namesrv_index) % len(self.addr_list)]
-            yield self.chosen
+            self.chosen = addr
+            yield addr

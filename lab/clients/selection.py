@@ -110,6 +110,16 @@ class LatencyFaultTolerance:
         return items[self.which_item_worst.increment_and_get() % half].name
 
 
+def compute_not_available_duration(latency_max: list[int], not_available_duration: list[int],
+                                   current_latency: float) -> int:
+    """The ban (ms) for the largest latencyMax step the latency reached. A plain function so the
+    workshop (exercise 8) can swap in a learner's version."""
+    for step, duration in zip(reversed(latency_max), reversed(not_available_duration)):
+        if current_latency >= step:
+            return duration
+    return 0
+
+
 class MQFaultStrategy:
     def __init__(self, *, send_latency_fault_enable: bool, latency_max: list[int],
                  not_available_duration: list[int], rng: random.Random):
@@ -119,11 +129,7 @@ class MQFaultStrategy:
         self.latency_fault_tolerance = LatencyFaultTolerance(rng)
 
     def compute_not_available_duration(self, current_latency: float) -> int:
-        """The ban (ms) for the largest latencyMax step the latency reached."""
-        for step, duration in zip(reversed(self.latency_max), reversed(self.not_available_duration)):
-            if current_latency >= step:
-                return duration
-        return 0
+        return compute_not_available_duration(self.latency_max, self.not_available_duration, current_latency)
 
     def update_fault_item(self, broker_name: str, current_latency: float, isolation: bool, now: float) -> None:
         """After every attempt; isolation (the attempt raised) counts as 30 s of latency."""

@@ -1,0 +1,108 @@
+"""Every checker is proven: it fails on the untouched starter (or a missing prediction) for a
+visible reason, and passes on the reference solution. Plus the CLI a learner types."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import nameserver.routes
+from lab.workshop import check as checking
+from lab.workshop.course import COURSE, get
+from lab.workshop.override import WorkshopError, load_function, swapped
+
+NSLAB = str(Path(sys.executable).with_name("nslab"))
+
+
+def quiet(_line):
+    pass
+
+
+@pytest.mark.parametrize("exercise", COURSE, ids=lambda e: e.name)
+def test_checker_passes_on_the_solution(exercise):
+    lines = []
+    outcome = checking.check(exercise, solution=True, say=lines.append)
+    assert outcome.ok, "\n".join(lines)
+
+
+@pytest.mark.parametrize("exercise", [e for e in COURSE if e.kind == "build"], ids=lambda e: e.name)
+def test_checker_fails_on_the_starter_in_tests_and_in_the_cluster(exercise):
+    lines = []
+    outcome = checking.check(exercise, file=exercise.starter, say=lines.append)
+    assert not outcome.ok
+    assert outcome.tests_ok is False, "\n".join(lines)
+    # The naive starter must show its bug in the scenario too, not only in a unit test.
+    assert outcome.scenario_ok is False, "\n".join(lines)
+
+
+@pytest.mark.parametrize("exercise", [e for e in COURSE if e.kind == "watch"], ids=lambda e: e.name)
+def test_watching_checker_asks_for_a_prediction_first(exercise):
+    lines = []
+    assert not checking.check(exercise, say=lines.append).ok
+    assert "predict first" in lines[0] and "--predict" in lines[1]
+
+
+def test_a_wrong_prediction_fails_and_tells_the_measured_value():
+    lines = []
+    outcome = checking.check(get(1), prediction=30, say=lines.append)
+    assert not outcome.ok and outcome.scenario_ok
+    assert 110 <= outcome.measured <= 130
+    assert "not quite" in lines[-2]
+
+
+def test_the_swap_is_undone_even_when_the_check_raises(tmp_path):
+    original = nameserver.routes.expired_brokers
+    with pytest.raises(RuntimeError):
+        with swapped("nameserver.routes:expired_brokers", lambda *a: []):
+            assert nameserver.routes.expired_brokers is not original
+            raise RuntimeError
+    assert nameserver.routes.expired_brokers is original
+
+
+def test_a_broken_learner_file_is_reported_not_crashed(tmp_path):
+    bad = tmp_path / "mine.py"
+    bad.write_text("def expired_brokers(:\n")
+    with pytest.raises(WorkshopError, match="cannot load it: SyntaxError"):
+        load_function(bad, "expired_brokers")
+    bad.write_text("def something_else(): pass\n")
+    with pytest.raises(WorkshopError, match="defines no function expired_brokers"):
+        load_function(bad, "expired_brokers")
+
+
+def test_every_exercise_has_a_brief_with_questions_and_hidden_answers():
+    for exercise in COURSE:
+        assert "## Questions" in exercise.text("brief"), exercise.name
+        assert exercise.text("answers").strip(), exercise.name
+        assert exercise.solution.exists(), exercise.name
+        if exercise.kind == "build":
+            assert exercise.text("hints").strip() and exercise.starter.exists(), exercise.name
+
+
+def nslab(*args, cwd=None):
+    return subprocess.run([NSLAB, "workshop", *args], capture_output=True, text=True, cwd=cwd, timeout=120)
+
+
+def test_cli_list_show_start_check(tmp_path):
+    listing = nslab("list").stdout.splitlines()
+    assert len(listing) == len(COURSE) >= 8
+    assert [line.split()[0] for line in listing] == [str(e.number) for e in COURSE]
+
+    shown = nslab("show", "5").stdout
+    assert "expired_brokers" in shown and "(answers: --answers)" in shown
+    assert get(5).text("answers").strip() not in shown
+    assert get(5).text("answers").strip() in nslab("show", "5", "--answers").stdout
+
+    started = nslab("start", "5", cwd=tmp_path)
+    mine = tmp_path / "workshop" / "05-expiry-scan.py"
+    assert started.returncode == 0 and mine.read_text() == get(5).starter.read_text()
+    mine.write_text(get(5).solution.read_text())  # the learner solves it
+    assert nslab("start", "5", cwd=tmp_path).returncode == 0 and "already there" in nslab("start", "5", cwd=tmp_path).stdout
+    checked = nslab("check", "5", cwd=tmp_path)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "exercise 5: PASSED" in checked.stdout
+
+
+def test_cli_check_without_starting_says_what_to_do(tmp_path):
+    result = nslab("check", "6", cwd=tmp_path)
+    assert result.returncode == 2 and "nslab workshop start 6" in result.stderr
