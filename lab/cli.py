@@ -19,6 +19,7 @@ from .config import ConfigError, load_config
 from .control import LabControl, vocabulary
 from .events import read_events
 from .runner import RunOptions, deterministic_scheduling, make_clock, run_cluster
+from .pipeline.cli import add_commands as add_pipeline_commands
 from .workshop.cli import add_commands as add_workshop_commands
 
 TUI_SPEED = 4.0  # the UI's default: a 120 s expiry takes 30 s on screen
@@ -77,6 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
     chaos.add_argument("--lab", metavar="PID", help="which lab, when several run")
     chaos.add_argument("words", nargs=argparse.REMAINDER, metavar="VERB ...")
     chaos.set_defaults(run=run_chaos)
+    add_pipeline_commands(sub)
     add_workshop_commands(sub)
     return parser
 
