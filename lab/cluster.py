@@ -268,7 +268,8 @@ class Cluster:
                 await self.supervisor.stop(handle.name)
 
     def _on_node_start(self, handle: NodeHandle) -> None:
-        self.events.emit(handle.name, "node.start", role=handle.role, address=handle.address)
+        self.events.emit(handle.name, "node.start", role=handle.role, address=handle.address,
+                         **({"pid": self.pids[handle.name]} if handle.name in self.pids else {}))
 
     def _on_node_exit(self, handle: NodeHandle) -> None:
         self.network.close_node(handle.name)

@@ -27,6 +27,7 @@ class NodeView:
     role: str
     state: str = "new"  # up | killed | stopped | crashed, from node.start / node.stop
     address: str | None = None
+    pid: int | None = None  # its own process, with --processes
     frozen: bool = False
     cut_from: set[str] = field(default_factory=set)  # nodes a partition cuts it from; "*" isolated
     toxics: set[str] = field(default_factory=set)
@@ -203,7 +204,7 @@ class LabModel:
 
     def _node_start(self, r: dict) -> None:
         view = self._node(r["node"], r["role"])
-        view.state, view.frozen = "up", False
+        view.state, view.frozen, view.pid = "up", False, r.get("pid")
         if r.get("address"):
             view.address = r["address"]
             self._at_address[r["address"]] = r["node"]

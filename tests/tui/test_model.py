@@ -92,3 +92,15 @@ def test_chaos_states_and_expectations():
     model.feed({"t": 3.0, "node": "lab", "kind": "check.result", "name": "broker_removed broker=broker-a-0",
                 "ok": False, "detail": "still held"})
     assert model.expectations["broker_removed broker=broker-a-0"].ok is False
+
+
+def test_a_node_running_as_its_own_process_shows_its_pid():
+    from lab.tui.widgets.brokers import state_cell
+    model = model_at(PARTITION_AT)
+    model.feed({"t": PARTITION_AT + 1, "node": "broker-a-0", "kind": "node.start", "role": "broker",
+                "address": BROKERS["broker-a-0"], "pid": 4321})
+    node = model.nodes["broker-a-0"]
+    assert node.pid == 4321
+    assert state_cell(node.shown_state, node.pid)[0] == f"{node.shown_state} pid 4321"
+    model.feed({"t": PARTITION_AT + 2, "node": "broker-a-0", "kind": "node.stop", "state": "killed"})
+    assert state_cell(model.nodes["broker-a-0"].shown_state, node.pid)[0] == "killed"

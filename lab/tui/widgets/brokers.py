@@ -10,8 +10,9 @@ from .nameserver_panel import perm_text
 STATE_STYLE = {"up": "green", "frozen": "bold cyan", "cut off": "bold yellow"}
 
 
-def state_cell(state: str) -> tuple[str, str]:
-    return state, STATE_STYLE.get(state, "bold red")
+def state_cell(state: str, pid: int | None = None) -> tuple[str, str]:
+    """The state, and the process id when the node runs as its own process (--processes)."""
+    return (f"{state} pid {pid}" if pid and state != "killed" else state), STATE_STYLE.get(state, "bold red")
 
 
 def registration_cell(model: LabModel, result: tuple[bool, str, float] | None) -> tuple[str, str]:
@@ -30,7 +31,7 @@ class BrokersTable(LineTable):
             perm = perm_text(broker.perm if broker.perm is not None else model.configured_perm)
             wiped = [ns for ns in nameservers if broker.broker_name in model.nameservers[ns].wiped]
             rows.append((name, "master" if broker.broker_id == 0 else "slave",
-                         state_cell(model.nodes[name].shown_state),
+                         state_cell(model.nodes[name].shown_state, model.nodes[name].pid),
                          *(registration_cell(model, broker.registrations.get(ns)) for ns in nameservers),
                          (perm + f" wiped@{','.join(wiped)}", "bold red") if wiped else perm,
                          f"{broker.messages:,}"))

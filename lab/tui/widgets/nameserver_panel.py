@@ -53,7 +53,8 @@ class NameServerPanel(ScrollView, can_focus=True):
                     self._drawn[index] = shown
                     self.refresh_line(index)  # a row of the table: ScrollView subtracts the scroll
         differ = len(model.diverged) if self._live else 0
-        title = f"{self.nameserver} {view.address or ''} {'' if self._live else view.state}"
+        pid = f"pid {view.pid} " if view.pid and self._live else ""
+        title = f"{self.nameserver} {view.address or ''} {pid}{'' if self._live else view.state}"
         subtitle = f"{differ} rows differ" if differ else ""
         if (title, subtitle) != (self.border_title, self.border_subtitle):  # setting them redraws it all
             self.border_title, self.border_subtitle = title, subtitle
