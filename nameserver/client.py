@@ -70,11 +70,15 @@ class RemotingClient:
         self._expiry: trio.CancelScope | None = None  # the reader's wait, up to the earliest deadline
         self.closed_reason: str | None = None
 
+    def _next_opaque(self) -> int:
+        # A Java int, wrapping negative as RocketMQ's counter does; a ROCKETMQ header holds int32.
+        return (next(self._opaques) + 2**31) % 2**32 - 2**31
+
     async def invoke(self, request: RemotingCommand, timeout: float) -> RemotingCommand:
         if timeout <= 0:
             await trio.lowlevel.checkpoint()
             raise RemotingTimeoutError(f"no reply to request {request.code} within {timeout:g} s")
-        request.opaque = opaque = next(self._opaques)
+        request.opaque = opaque = self._next_opaque()
         future = self._pending[opaque] = ResponseFuture(request.code, timeout, trio.current_time() + timeout)
         if self._expiry is not None and future.deadline < self._expiry.deadline:
             self._expiry.deadline = future.deadline
@@ -89,7 +93,7 @@ class RemotingClient:
             self._pending.pop(opaque, None)
 
     async def invoke_oneway(self, request: RemotingCommand) -> None:
-        request.opaque = next(self._opaques)
+        request.opaque = self._next_opaque()
         request.flag |= FLAG_ONEWAY
         await self._send(request)
 

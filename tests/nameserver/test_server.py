@@ -195,3 +195,15 @@ async def test_a_slave_registration_learns_its_master_over_the_wire(lab):
         assert reply.ext_fields == {"masterAddr": "127.0.0.1:10911", "haServerAddr": "127.0.0.1:10912"}
         route = bodies.route_from_wire(bodies.load((await slave.invoke(route_request(), 3)).body, SerializeType.JSON))
         assert route.broker_datas[0].broker_addrs == {0: "127.0.0.1:10911", 1: "127.0.0.1:10921"}
+
+
+async def test_opaques_wrap_to_a_java_int_as_rocketmq_does(lab):
+    import itertools
+    from nameserver.client import open_remoting_client
+    stream = await trio.open_tcp_stream(lab.host, lab.port)
+    async with open_remoting_client(stream, opaques=itertools.count(2**31 - 1)) as client:
+        for expected in (2**31 - 1, -2**31):
+            request = route_request()
+            request.serialize_type = SerializeType.ROCKETMQ  # int32 opaque on the wire
+            reply = await client.invoke(request, 3)
+            assert request.opaque == reply.opaque == expected
