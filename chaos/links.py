@@ -13,9 +13,13 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from typing import Iterable, NamedTuple
+from typing import Callable, Iterable, NamedTuple
 
 RETRANSMIT_TIMEOUT = 0.2  # seconds: Linux's minimum TCP RTO
+
+# A chunk's size in bytes, or a function giving it: only a bandwidth toxic needs it, so a network
+# carrying objects measures one only then.
+Size = int | Callable[[], int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,7 +135,7 @@ class Links:
             found.update(self.toxics.get(key, {}))
         return found
 
-    def plan(self, src: str, dst: str, nbytes: int, rng: random.Random) -> Plan:
+    def plan(self, src: str, dst: str, nbytes: Size, rng: random.Random) -> Plan:
         if not self.reachable(src, dst):
             return HOLD
         toxics = self._toxics_on(src, dst)
@@ -149,7 +153,7 @@ class Links:
                 delay += latency.latency + (rng.uniform(-latency.jitter, latency.jitter) if latency.jitter else 0.0)
             bandwidth = toxics.get("bandwidth")
             if bandwidth is not None:
-                transmit = nbytes / bandwidth.rate
+                transmit = (nbytes() if callable(nbytes) else nbytes) / bandwidth.rate
             if "loss" in toxics:
                 loss = max(loss, toxics["loss"].probability)
         if loss and rng.random() < loss:

@@ -27,11 +27,10 @@ from typing import Callable
 import trio
 
 from nameserver import bodies
-from nameserver.client import send_frame
-from nameserver.protocol import FrameDecoder, RemotingCommand, RequestCode, ResponseCode, SerializeType, encode
+from nameserver.connection import Connection, remote_address
+from nameserver.protocol import RemotingCommand, RequestCode, ResponseCode, SerializeType
 from nameserver.protocol.codes import FAQ_URL_NO_ROUTE, PERM_READ, PERM_WRITE
 from nameserver.routes import TopicConfig
-from nameserver.server import remote_address
 
 from .broker_outer_api import BrokerIdentity, BrokerOuterAPI
 from .consumer_manager import ConsumerManager, parse_heartbeat
@@ -45,7 +44,6 @@ from .topic_config import PERM_RW, TopicConfigManager, retry_topic
 
 log = logging.getLogger("lab.broker")
 
-RECEIVE_SIZE = 65536
 FIRST_REGISTER_DELAY = 10.0  # the periodic registration starts 10 s after the first one
 CLIENT_HOUSEKEEPING_INTERVAL = 10.0  # ClientHousekeepingService scans every 10 s
 REGION_ID = "DefaultRegion"
@@ -67,21 +65,14 @@ class ClientChannel:
     """One accepted connection: replies, held pulls and broker-initiated requests go out on it."""
 
     def __init__(self, stream: trio.abc.Stream, nursery: trio.Nursery):
-        self.stream = stream
+        self.connection = Connection(stream)
         self.remote_addr = remote_address(stream)
         self.nursery = nursery  # held requests of this connection die with it
         self.serialize_type = SerializeType.JSON  # of its last heartbeat, for NOTIFY_CONSUMER_IDS_CHANGED
-        self._send_lock = trio.Lock()
 
-    async def send(self, command: RemotingCommand) -> None:
-        await send_frame(self.stream, self._send_lock, encode(command))
-
-    async def send_quietly(self, command: RemotingCommand) -> None:
-        """For replies sent later: a connection that broke meanwhile is its reader's business."""
-        try:
-            await self.send(command)
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            pass
+    def send_soon(self, command: RemotingCommand) -> None:
+        """For replies sent later than their request: lost if the connection is gone meanwhile."""
+        self.connection.send_soon(command, self.nursery)
 
     def close(self) -> None:
         self.nursery.cancel_scope.cancel()
@@ -263,22 +254,12 @@ class Broker:
             await trio.aclose_forcefully(stream)
 
     async def _serve_channel(self, channel: ClientChannel) -> None:
-        decoder = FrameDecoder()
-        try:
-            while data := await channel.stream.receive_some(RECEIVE_SIZE):
-                for req in decoder.feed(data):
-                    if not req.is_response:
-                        reply = self._process(req, channel)
-                        if reply is not None:
-                            await channel.send(reply)
-                if decoder.error is not None:
-                    log.warning("closing connection from %s: %s", channel.remote_addr, decoder.error)
-                    break
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            pass
+        await channel.connection.serve(functools.partial(self._process, channel=channel))
         channel.close()  # and with it every request still held
 
     def _process(self, req: RemotingCommand, channel: ClientChannel) -> RemotingCommand | None:
+        if req.is_response:  # to a notification of ours: nothing waits for it
+            return None
         processor = self._processors.get(req.code)
         if processor is None:
             # Answered even when oneway, as RocketMQ's remoting layer does on this path.
@@ -300,13 +281,13 @@ class Broker:
                     timeout: float, reply: Callable[[], RemotingCommand], **hold) -> None:
         """Hold `req` in the hold service until `ready()` or `timeout`, then answer it with `reply()`;
         the connection serves on meanwhile. A reply to a connection closed meanwhile goes nowhere."""
-        async def answer() -> None:
+        def answer() -> None:
             try:
                 response = reply()
             except Exception as e:
                 response = self._error_reply(req, channel, e)
             if not req.is_oneway:
-                await channel.send_quietly(response)
+                channel.send_soon(response)
         self.hold_service.hold(key, ready, timeout, answer, **hold)
 
     # --- send -------------------------------------------------------------------------------------
@@ -521,7 +502,7 @@ class Broker:
             notify = RemotingCommand.request(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, {"consumerGroup": group},
                                              oneway=True, serialize_type=channel.serialize_type,
                                              opaque=next(self._opaques))
-            channel.nursery.start_soon(channel.send_quietly, notify)
+            channel.send_soon(notify)
 
     async def _scan_not_active_channel(self) -> None:
         """ClientHousekeepingService: clients silent for 120 s are dropped and their connections closed."""

@@ -2,9 +2,10 @@
 
 As in RocketMQ, a held request is data, not a task of its own: it is answered as soon as `has_new()`
 holds — on a notified arrival for its key, or at its next periodic re-check (RocketMQ re-checks
-every 5 s, or every shortPollingTimeMills without long polling) — or when its timeout is up. The
-service's one task answers them in turn: `answer()` builds the reply and sends it. An arrival
-that wakes a consumer's pull and a slave's transfer costs one wakeup, not one per request.
+every 5 s, or every shortPollingTimeMills without long polling) — or when its timeout is up.
+`answer()` builds the reply and queues it to its connection without blocking, so an arrival
+answers the requests it satisfies there and then, with no task waking; the service's one task
+only keeps the re-checks and timeouts.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import heapq
 import itertools
 import math
 from dataclasses import dataclass
-from typing import Awaitable, Callable, Hashable
+from typing import Callable, Hashable
 
 import trio
 
@@ -24,7 +25,7 @@ LONG_POLLING_CHECK_INTERVAL = 5.0  # seconds
 class HeldRequest:
     key: Hashable
     has_new: Callable[[], bool]
-    answer: Callable[[], Awaitable[None]]
+    answer: Callable[[], None]
     deadline: float
     check_interval: float
     done: bool = False
@@ -35,17 +36,15 @@ class PullRequestHoldService:
         self._held: dict[Hashable, list[HeldRequest]] = {}  # woken by arrivals on their key
         self._checks: list[tuple[float, int, HeldRequest]] = []  # heap: next re-check or timeout
         self._seq = itertools.count()  # ties in the heap go in hold order
-        self._ready: list[HeldRequest] = []  # to answer, in the order they became ready
-        self._wakeup = trio.Event()
         self._sleep: trio.CancelScope | None = None  # the service's wait for its next check
 
     def hold(self, key: Hashable, has_new: Callable[[], bool], timeout: float,
-             answer: Callable[[], Awaitable[None]], *, check_interval: float = LONG_POLLING_CHECK_INTERVAL,
+             answer: Callable[[], None], *, check_interval: float = LONG_POLLING_CHECK_INTERVAL,
              wake_on_arrival: bool = True) -> None:
         now = trio.current_time()
         request = HeldRequest(key, has_new, answer, now + timeout, check_interval)
         if has_new() or timeout <= 0:
-            self._make_ready(request)
+            self._answer(request)
             return
         self._schedule_check(request, now)
         if wake_on_arrival:
@@ -58,14 +57,13 @@ class PullRequestHoldService:
         waiting = []
         for request in held:
             if request.has_new():
-                request.done = True  # its check in the heap is dropped when it comes due
-                self._make_ready(request)
+                self._answer(request)
             else:
                 waiting.append(request)
         self._held[key] = waiting
 
     async def run(self) -> None:
-        """Answer requests as they become ready; re-check held ones when their time comes."""
+        """Re-check held requests when their time comes; answer those ready or timed out."""
         while True:
             now = trio.current_time()
             while self._checks and self._checks[0][0] <= now:
@@ -74,18 +72,13 @@ class PullRequestHoldService:
                     continue
                 if request.has_new() or now >= request.deadline:
                     self._release(request)
-                    self._make_ready(request)
+                    self._answer(request)
                 else:
                     self._schedule_check(request, now)
-            while self._ready:
-                ready, self._ready = self._ready, []
-                for request in ready:
-                    await request.answer()
-            self._wakeup = trio.Event()  # every request it announced is answered
             while self._checks and self._checks[0][2].done:
                 heapq.heappop(self._checks)  # answered on an arrival: no check to wake for
-            with trio.move_on_at(self._checks[0][0] if self._checks else math.inf) as self._sleep:
-                await self._wakeup.wait()
+            with trio.CancelScope(deadline=self._checks[0][0] if self._checks else math.inf) as self._sleep:
+                await trio.sleep_forever()
             self._sleep = None
 
     def _schedule_check(self, request: HeldRequest, now: float) -> None:
@@ -94,10 +87,10 @@ class PullRequestHoldService:
         if self._sleep is not None and wake_at < self._sleep.deadline:
             self._sleep.deadline = wake_at  # an earlier check than the service waits for
 
-    def _make_ready(self, request: HeldRequest) -> None:
-        request.done = True
-        self._ready.append(request)
-        self._wakeup.set()
+    @staticmethod
+    def _answer(request: HeldRequest) -> None:
+        request.done = True  # its check in the heap, if any, is dropped when it comes due
+        request.answer()
 
     def _release(self, request: HeldRequest) -> None:
         held = self._held.get(request.key)

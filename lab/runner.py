@@ -83,7 +83,7 @@ async def run_cluster(config: LabConfig, options: RunOptions, *,
     """Run until the duration ends or `stop` is set — or, given a driver (a scenario's timeline),
     until the driver returns — then shut the cluster down gracefully."""
     wall_start = time.monotonic()
-    events = EventLog(trio.current_time, options.events_path)
+    events = EventLog(trio.lowlevel.current_clock().current_time, options.events_path)
     events.subscribers.extend(subscribers)  # from the first record on
     try:
         async with trio.open_nursery() as nursery:

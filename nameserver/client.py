@@ -11,7 +11,8 @@ from typing import AsyncIterator, Callable, Iterator
 
 import trio
 
-from .protocol import FrameDecoder, ProtocolError, RemotingCommand, encode
+from .connection import Connection
+from .protocol import ProtocolError, RemotingCommand
 from .protocol.codes import FLAG_ONEWAY
 
 log = logging.getLogger("nameserver.client")
@@ -25,34 +26,36 @@ class RemotingTimeoutError(RemotingError):
     pass
 
 
-async def send_frame(stream: trio.abc.Stream, lock: trio.Lock, data: bytes) -> None:
-    """stream.send_all under `lock`, so frames written by several tasks never interleave. A free
-    lock is taken without a schedule point: the write is the checkpoint (and the one that blocks,
-    when anything does)."""
-    try:
-        lock.acquire_nowait()
-    except trio.WouldBlock:
-        await lock.acquire()
-    try:
-        await stream.send_all(data)
-    finally:
-        lock.release()
-
-
 class ResponseFuture:
     """One call in flight (NettyRemotingAbstract's ResponseFuture): the reader puts the response,
-    a timeout, or the error that ends the connection, and the caller wakes."""
+    a timeout, or the error that ends the connection, and the caller wakes. The caller parks on
+    trio's lowest level rather than on an Event: this is every call's wait."""
 
-    __slots__ = ("code", "timeout", "deadline", "response", "done")
+    __slots__ = ("code", "timeout", "deadline", "response", "_waiter")
 
     def __init__(self, code: int, timeout: float, deadline: float) -> None:
         self.code, self.timeout, self.deadline = code, timeout, deadline
         self.response: RemotingCommand | RemotingError | None = None
-        self.done = trio.Event()
+        self._waiter: trio.lowlevel.Task | None = None
 
     def put(self, response: RemotingCommand | RemotingError) -> None:
         self.response = response
-        self.done.set()
+        if self._waiter is not None:
+            task, self._waiter = self._waiter, None
+            trio.lowlevel.reschedule(task)
+
+    async def wait(self) -> RemotingCommand | RemotingError:
+        if self.response is None:
+            self._waiter = trio.lowlevel.current_task()
+
+            def abort(_):
+                self._waiter = None
+                return trio.lowlevel.Abort.SUCCEEDED
+
+            await trio.lowlevel.wait_task_rescheduled(abort)
+        else:
+            await trio.lowlevel.checkpoint()
+        return self.response
 
 
 class RemotingClient:
@@ -63,9 +66,9 @@ class RemotingClient:
     def __init__(self, stream: trio.abc.Stream, *, opaques: Iterator[int] | None = None,
                  on_request: Callable[[RemotingCommand], None] | None = None):
         self.stream = stream
+        self.connection = Connection(stream)
         self._opaques = opaques if opaques is not None else itertools.count()
         self._pending: dict[int, ResponseFuture] = {}
-        self._send_lock = trio.Lock()
         self._on_request = on_request  # server-initiated requests (e.g. NOTIFY_CONSUMER_IDS_CHANGED)
         self._expiry: trio.CancelScope | None = None  # the reader's wait, up to the earliest deadline
         self.closed_reason: str | None = None
@@ -84,8 +87,7 @@ class RemotingClient:
             self._expiry.deadline = future.deadline
         try:
             await self._send(request)
-            await future.done.wait()
-            reply = future.response
+            reply = await future.wait()
             if isinstance(reply, RemotingError):
                 raise reply
             return reply
@@ -101,44 +103,28 @@ class RemotingClient:
         if self.closed_reason is not None:
             raise RemotingError(f"connection closed: {self.closed_reason}")
         try:
-            await send_frame(self.stream, self._send_lock, encode(command))
+            await self.connection.send(command)
         except (trio.BrokenResourceError, trio.ClosedResourceError) as e:
             raise RemotingError(f"send failed: {e}") from None
 
     async def run(self) -> None:
         """Read replies until the stream ends; every pending call then fails. A call whose
         deadline passes first fails with RemotingTimeoutError."""
-        decoder = FrameDecoder()
         reason = None
         try:
             while reason is None:
                 deadline = min((f.deadline for f in self._pending.values()), default=math.inf)
                 with trio.CancelScope(deadline=deadline) as self._expiry:
-                    while reason is None:
-                        reason = await self._read(decoder)
+                    reason = await self.connection.serve(self._dispatch)
                 if self._expiry.cancelled_caught:
                     self._expire(trio.current_time())
-        except (trio.BrokenResourceError, trio.ClosedResourceError) as e:
-            reason = f"connection error: {e}"
         finally:
             self._expiry = None
-            self.closed_reason = reason or "closed by peer"
+            self.closed_reason = reason or "closed"
             for future in list(self._pending.values()):
                 future.put(RemotingError(f"connection closed: {self.closed_reason}"))
             self._pending.clear()
-            await trio.aclose_forcefully(self.stream)
-
-    async def _read(self, decoder: FrameDecoder) -> str | None:
-        """Read once and dispatch what it completes; why the connection is done, else None."""
-        data = await self.stream.receive_some(65536)
-        if not data:
-            return "closed by peer"
-        for command in decoder.feed(data):
-            self._dispatch(command)
-        if decoder.error is not None:
-            log.warning("closing connection: %s", decoder.error)
-            return f"decode error: {decoder.error}"
-        return None
+            await self.connection.aclose()
 
     def _expire(self, now: float) -> None:
         for opaque, future in list(self._pending.items()):
@@ -147,6 +133,8 @@ class RemotingClient:
                 future.put(RemotingTimeoutError(f"no reply to request {future.code} within {future.timeout:g} s"))
 
     def _dispatch(self, command: RemotingCommand) -> None:
+        """A reply to the call it answers; a request from the peer to on_request (whose answer,
+        if any, is its own business)."""
         if command.is_response:
             future = self._pending.pop(command.opaque, None)
             if future is None:
@@ -157,7 +145,7 @@ class RemotingClient:
             self._on_request(command)
 
     async def aclose(self) -> None:
-        await trio.aclose_forcefully(self.stream)
+        await self.connection.aclose()
 
 
 @asynccontextmanager
@@ -179,4 +167,4 @@ async def connect(host: str, port: int, **kwargs) -> AsyncIterator[RemotingClien
 
 
 __all__ = ["RemotingClient", "RemotingError", "RemotingTimeoutError", "ResponseFuture", "connect",
-           "open_remoting_client", "send_frame", "ProtocolError"]
+           "open_remoting_client", "ProtocolError"]

@@ -12,12 +12,12 @@ import trio
 
 from .config import NamesrvConfig
 from .processor import DefaultRequestProcessor, Listener
-from .protocol import FRAME_MAX_LENGTH, FrameDecoder, encode
+from .connection import Connection, remote_address
+from .protocol import FRAME_MAX_LENGTH
 from .tcp import RawSocketListener
 
 log = logging.getLogger("nameserver.server")
 
-RECEIVE_SIZE = 65536
 FIRST_SCAN_DELAY = 5.0  # RocketMQ schedules the first scan 5 s after start
 IDLE_CHECK_INTERVAL = 1.0  # the idle-close task's longest sleep: how soon it sees a config change
 
@@ -39,17 +39,6 @@ class Channel:
 
     def __repr__(self) -> str:
         return f"<Channel {self.remote_addr}>"
-
-
-def remote_address(stream: trio.abc.Stream) -> str:
-    sock = getattr(stream, "socket", None)
-    if sock is not None:
-        try:
-            host, port = sock.getpeername()[:2]
-            return f"{host}:{port}"
-        except OSError:
-            return "?"
-    return str(getattr(stream, "remote_addr", "?"))
 
 
 class NameServer:
@@ -121,31 +110,19 @@ class NameServer:
     async def handle_stream(self, stream: trio.abc.Stream) -> None:
         channel = Channel(remote_address(stream), trio.current_time())
         self.channels.add(channel)
-        reason = "closed by peer"
-        decoder = FrameDecoder(FRAME_MAX_LENGTH)
+        connection = Connection(stream, FRAME_MAX_LENGTH)
+
+        def handle(request):
+            now = channel.last_activity = trio.current_time()
+            return self.processor.process_request(request, channel, now)
+
+        reason = "closed"
         try:
             with channel._scope as scope:
-                while True:
-                    data = await stream.receive_some(RECEIVE_SIZE)
-                    if not data:
-                        break
-                    now = channel.last_activity = trio.current_time()
-                    replies = []
-                    for request in decoder.feed(data):
-                        reply = self.processor.process_request(request, channel, now)
-                        if reply is not None:
-                            replies.append(encode(reply))
-                    if replies:
-                        await stream.send_all(b"".join(replies) if len(replies) > 1 else replies[0])
-                    if decoder.error is not None:
-                        reason = f"decode error: {decoder.error}"
-                        log.warning("closing connection from %s: %s", channel.remote_addr, decoder.error)
-                        break
+                reason = await connection.serve(handle)
             if scope.cancelled_caught:
                 reason = channel.close_reason
-        except (trio.BrokenResourceError, trio.ClosedResourceError) as e:
-            reason = f"connection error: {e.__cause__ or e}"
         finally:
             self.channels.discard(channel)
             self.processor.on_channel_destroy(channel, channel.remote_addr, reason)
-            await trio.aclose_forcefully(stream)
+            await connection.aclose()

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
+from chaos.clock import sleep_until
 from lab.remoting import ChannelTable, Node
 from nameserver.client import RemotingError
 from nameserver.protocol import RemotingCommand, RequestCode
@@ -110,7 +111,7 @@ class MQClientInstance:
         """At a fixed rate; a run that overruns its period delays the next rather than bunching."""
         next_run = trio.current_time() + delay
         while True:
-            await trio.sleep_until(next_run)
+            await sleep_until(next_run)
             await task()
             next_run = max(next_run + period, trio.current_time())
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import trio
 
+from chaos.clock import sleep_until
 from lab.message import encode_properties
 from lab.remoting import Node
 from nameserver.client import RemotingError
@@ -93,7 +94,7 @@ class Producer:
             except (MQClientError, MQBrokerError):
                 pass  # already counted and in the event log
             next_send = max(next_send + interval, trio.current_time())
-            await trio.sleep_until(next_send)
+            await sleep_until(next_send)
 
     async def shutdown(self) -> None:
         self.instance.producers.remove(self)

@@ -171,14 +171,14 @@ def _from_map(header: object, serialize_type: SerializeType) -> RemotingCommand:
     # arguments were once evaluated: code, opaque, flag, extFields entries, version.
     if type(code) is not int or type(opaque) is not int or type(flag) is not int:
         _int(header, "code"), _int(header, "opaque"), _int(header, "flag")
-    ext_fields = _normalise_ext(ext) if ext is not None else None
+    ext_fields = normalise_ext(ext) if ext is not None else None
     if type(version) is not int:
         _int(header, "version")
     # Positional: the dataclass __init__ with keywords costs twice as much on every request.
     return RemotingCommand(code, opaque, flag, ext_fields, remark, None, language, version, serialize_type)
 
 
-def _normalise_ext(ext: dict) -> dict[str, str]:
+def normalise_ext(ext: dict) -> dict[str, str]:
     for key, value in ext.items():
         if type(key) is not str or type(value) is not str:
             break
