@@ -3,7 +3,7 @@
 import pytest
 import trio
 
-from chaos.clock import Timers, VirtualClock
+from chaos.clock import Timers, VirtualClock, sleep_until
 from chaos.links import Links, Toxic
 from chaos.network import SimNetwork
 
@@ -45,3 +45,49 @@ def test_a_simulated_link_delivers_after_its_latency_on_the_virtual_clock():
         return trio.current_time() - start
 
     assert trio.run(main, clock=VirtualClock()) == pytest.approx(0.75)
+
+
+def test_a_deadline_a_timer_sets_is_kept_though_later_timers_run_in_the_same_go():
+    # Timers that wake no task run back to back; one that sets an earlier trio deadline must
+    # still get it on time, not after the timers queued behind it.
+    seen = []
+
+    async def main():
+        clock = trio.lowlevel.current_clock()
+        scope = trio.CancelScope()
+
+        def shorten():
+            scope.deadline = 2.0
+
+        clock.timers.call_at(1.0, shorten)
+        for when in (3.0, 4.0, 5.0):
+            clock.timers.call_at(when, lambda: seen.append(("timer", trio.current_time())))
+        with scope:
+            await trio.sleep_forever()
+        seen.append(("woken", trio.current_time()))
+        await trio.sleep(10)
+
+    trio.run(main, clock=VirtualClock())
+    assert seen[0] == ("woken", 2.0)
+    assert [t for kind, t in seen if kind == "timer"] == [3.0, 4.0, 5.0]
+
+
+def test_sleep_until_wakes_on_time_and_can_be_cancelled():
+    async def main():
+        await sleep_until(1.5)
+        woke = trio.current_time()
+        with trio.move_on_at(2.0):
+            await sleep_until(10.0)
+        cancelled_at = trio.current_time()
+        await trio.sleep(20)  # the cancelled sleep's timer, due at 10, wakes nothing
+        return woke, cancelled_at
+
+    assert trio.run(main, clock=VirtualClock()) == (1.5, 2.0)
+
+
+def test_sleep_until_on_another_clock_is_trios():
+    async def main():
+        await sleep_until(trio.current_time() + 0.01)
+        return True
+
+    assert trio.run(main)

@@ -143,3 +143,90 @@ def test_a_bad_toxic_is_a_clear_error():
         Toxic("lag")
     with pytest.raises(ValueError, match="rate"):
         Toxic("bandwidth")
+
+
+# --- objects and receivers (the simulated network's fast path) ------------------------------------
+
+async def sim_pair(net=None):
+    net = net or SimNetwork(Links(), seed=7)
+    listener, address = await net.listen("server")
+    client = await net.connect("client", address)
+    return net, client, await listener.accept()
+
+
+async def test_objects_reach_a_receiver_in_order_without_a_reading_task():
+    net, client, server = await sim_pair()
+    got, ends = [], []
+    server.set_receiver(got.append, ends.append)
+    for i in range(3):
+        client.send_object({"n": i}, 10)
+    await trio.sleep(0.1)
+    assert got == [{"n": 0}, {"n": 1}, {"n": 2}] and ends == []
+    await client.aclose()
+    await trio.sleep(0.1)
+    assert ends == [None], "the peer's close ends the receiver's connection"
+
+
+async def test_what_arrived_before_the_receiver_is_handed_over_when_it_is_set():
+    net, client, server = await sim_pair()
+    client.send_object("early", 5)
+    await trio.sleep(0.1)
+    got = []
+    server.set_receiver(got.append, lambda error: None)
+    assert got == ["early"]
+
+
+async def test_a_partition_holds_objects_and_a_reset_reaches_the_receiver():
+    net, client, server = await sim_pair()
+    got, ends = [], []
+    server.set_receiver(got.append, ends.append)
+    net.partition([["client"], ["server"]])
+    client.send_object("held", 4)
+    await trio.sleep(1)
+    assert got == []
+    net.heal()
+    await trio.sleep(0.1)
+    assert got == ["held"]
+    net.close_node("client")
+    assert len(ends) == 1 and isinstance(ends[0], trio.BrokenResourceError)
+
+
+async def test_a_receiver_that_raises_costs_its_connection_only():
+    net, client, server = await sim_pair()
+    listener, address = await net.listen("other")
+    other_client = await net.connect("client", address)
+    other_server = await listener.accept()
+    ends, fine = [], []
+
+    def broken(payload):
+        raise RuntimeError("a bug in a node")
+
+    server.set_receiver(broken, ends.append)
+    other_server.set_receiver(fine.append, lambda error: None)
+    client.send_object("boom", 4)
+    other_client.send_object("ok", 2)
+    await trio.sleep(0.1)
+    assert fine == ["ok"]
+    assert len(ends) == 1 and isinstance(ends[0], trio.BrokenResourceError)
+    with pytest.raises(trio.BrokenResourceError):
+        client.send_object("again", 5)
+
+
+async def test_a_bandwidth_toxic_asks_an_objects_size_only_when_it_needs_it():
+    net, client, server = await sim_pair()
+    asked = []
+    got = []
+    server.set_receiver(lambda p: got.append(trio.current_time()), lambda error: None)
+
+    def size():
+        asked.append(1)
+        return 1000
+
+    start = trio.current_time()
+    client.send_object("quick", size)
+    await trio.sleep(0.1)
+    assert asked == []
+    net.add_toxic("client", "server", Toxic("bandwidth", rate=1000))
+    client.send_object("slow", size)
+    await trio.sleep(2)
+    assert asked == [1] and got[1] - start == pytest.approx(1.1, abs=0.05)

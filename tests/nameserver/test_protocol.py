@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from nameserver.protocol import (
     FLAG_ONEWAY, FLAG_RESPONSE, FRAME_MAX_LENGTH, LANGUAGES, FrameDecoder, HeaderError,
-    ProtocolError, RemotingCommand, SerializeType, encode,
+    ProtocolError, RemotingCommand, SerializeType, as_received, encode,
 )
 
 JSON, ROCKETMQ, MSGPACK = SerializeType.JSON, SerializeType.ROCKETMQ, SerializeType.MSGPACK
@@ -579,3 +579,27 @@ def test_typed_accessors():
 ])
 def test_bool_field_is_javas_parse_boolean(name, default, expected):
     assert CMD.bool_field(name, default) is expected
+
+
+# --- as_received: what the simulated network hands over instead of bytes ------------------------
+
+lab_values = st.text(max_size=8) | st.integers(-(2 ** 40), 2 ** 40) | st.booleans()
+lab_commands = st.builds(
+    RemotingCommand,
+    code=st.integers(0, 2 ** 15 - 1),
+    opaque=st.integers(-(2 ** 31), 2 ** 31 - 1),
+    flag=st.integers(0, 3),
+    ext_fields=st.none() | st.dictionaries(short_text, lab_values, max_size=4),
+    remark=st.none() | short_text,
+    body=st.none() | st.binary(max_size=40),
+    serialize_type=st.just(SerializeType.MSGPACK),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(cmd=lab_commands)
+def test_a_command_as_received_is_what_its_peer_decodes_from_its_bytes(cmd):
+    (decoded,) = FrameDecoder().feed(encode(cmd))
+    received = as_received(cmd)
+    assert received == decoded
+    assert received.ext_fields is not cmd.ext_fields or cmd.ext_fields is None  # a copy: the sender may reuse its own
