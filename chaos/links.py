@@ -136,6 +136,14 @@ class Links:
         return found
 
     def plan(self, src: str, dst: str, nbytes: Size, rng: random.Random) -> Plan:
+        if not (self.blocked or self.isolated or self.frozen or self.toxics):
+            # A healthy network, the common case: the same draws as below, in the same order.
+            delay = self.base_latency
+            if self.base_jitter:
+                delay += rng.uniform(-self.base_jitter, self.base_jitter)
+            if self.base_loss and rng.random() < self.base_loss:
+                delay += RETRANSMIT_TIMEOUT
+            return Plan("deliver", max(0.0, delay), 0.0)
         if not self.reachable(src, dst):
             return HOLD
         toxics = self._toxics_on(src, dst)

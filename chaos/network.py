@@ -250,14 +250,18 @@ class _SimEnd(trio.abc.Stream):
         else:
             due = max(self._last_delivery, sent_at + plan.delay) + plan.transmit
             self._last_delivery = due
-            net._call_at(due, self._arrive)
+            net.call_at(due, self._arrive)
 
     def _arrive(self) -> None:
         if self._broken or self._closed:
             return
         payload = self._in_flight.popleft()[1]
         if self._receiver is not None:
-            self._deliver(payload)
+            try:  # _deliver, inline: this runs for every payload
+                self._receiver(payload)
+            except Exception:
+                log.exception("receiver on %s from %s failed; resetting the connection", self.local, self.remote)
+                self.reset()
         else:
             self._inbox.append(payload)
             self._wake()
@@ -316,15 +320,15 @@ class SimNetwork(Network):
         self._listening: dict[str, _SimListener] = {}
         self._next_port = next_port
         self._held: list[_SimEnd] = []  # ends whose next chunk waits for the link to change
-        self._timers = None  # call_at of the running trio loop, on first use
 
-    def _call_at(self, when: float, callback) -> None:
-        if self._timers is None:
-            self._timers = timer_source()
-        self._timers(when, callback)
+    # Both bound on first use, inside trio: the clock's own methods, as these run for every payload
+    # (trio.current_time() alone costs three calls).
+
+    def call_at(self, when: float, callback) -> None:
+        self.call_at = timer_source()
+        self.call_at(when, callback)
 
     def now(self) -> float:
-        # The clock's own method: trio.current_time() costs three calls, and this is one per payload.
         self.now = trio.lowlevel.current_clock().current_time
         return self.now()
 

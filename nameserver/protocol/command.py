@@ -86,7 +86,8 @@ class RemotingCommand:
         return value
 
     def int_field(self, name: str, default: int | None = None) -> int | None:
-        value = self.field(name)
+        ext = self.ext_fields  # field(), inline: a broker reads a dozen of these per message
+        value = ext.get(name) if ext else None
         if value is None:
             return default
         try:
@@ -114,8 +115,9 @@ def stringify(value: object) -> str:
 
 def stringify_fields(fields: dict[str, object]) -> dict[str, str]:
     """extFields as Java sends them: every non-null value as its toString()."""
-    # Strings, most values, skip the call: every request and reply passes here.
-    return {k: v if type(v) is str else stringify(v) for k, v in fields.items() if v is not None}
+    # Strings and ints, most values, skip the call: every request and reply passes here.
+    return {k: v if type(v) is str else str(v) if type(v) is int else stringify(v)
+            for k, v in fields.items() if v is not None}
 
 
 __all__ = ["RemotingCommand", "HeaderError", "stringify", "stringify_fields"]
