@@ -8,13 +8,17 @@ from __future__ import annotations
 
 import random
 
-from faker import Faker
+from faker.generator import Generator
+from faker.providers.lorem.en_US import Provider as Lorem
 
 POOL_SIZE = 64
 
 
-def _faker(seed: str | int) -> Faker:
-    fake = Faker()
+def _faker(seed: str | int) -> Generator:
+    # Faker() with only the provider used here: the same words for a seed as Faker() gives, without
+    # loading every other provider (a tenth of the start of a simulated run).
+    fake = Generator()
+    fake.add_provider(Lorem)
     fake.seed_instance(seed)
     return fake
 
