@@ -140,3 +140,47 @@ async def sleep_until(when: float) -> None:
         return trio.lowlevel.Abort.SUCCEEDED
 
     await trio.lowlevel.wait_task_rescheduled(abort)
+
+
+class Alarm:
+    """One task's sleep until a time that other code may bring forward (a held request due sooner
+    than the task planned): a cancel scope's deadline and sleep_forever, or on a VirtualClock a
+    timer, which spares the Cancelled exception every wakeup would cost."""
+
+    def __init__(self) -> None:
+        self._scope: trio.CancelScope | None = None
+        self._task: trio.lowlevel.Task | None = None
+        self._timers: Timers | None = None
+        self._timer: list | None = None
+
+    async def sleep_until(self, when: float) -> None:
+        clock = trio.lowlevel.current_clock()
+        if not isinstance(clock, VirtualClock):
+            with trio.CancelScope(deadline=when) as self._scope:
+                await trio.sleep_forever()
+            self._scope = None
+            return
+        self._timers, self._task = clock.timers, trio.lowlevel.current_task()
+        self._timer = None if when == math.inf else self._timers.call_at(when, self._ring)
+
+        def abort(_) -> trio.lowlevel.Abort:
+            if self._timer is not None:
+                Timers.cancel(self._timer)
+            self._task = None
+            return trio.lowlevel.Abort.SUCCEEDED
+
+        await trio.lowlevel.wait_task_rescheduled(abort)
+
+    def bring_forward(self, when: float) -> None:
+        """Wake the sleeper by `when` at the latest."""
+        if self._scope is not None:
+            self._scope.deadline = min(self._scope.deadline, when)
+        elif self._task is not None and (self._timer is None or when < self._timer[0]):
+            if self._timer is not None:
+                Timers.cancel(self._timer)
+            self._timer = self._timers.call_at(when, self._ring)
+
+    def _ring(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            trio.lowlevel.reschedule(task)

@@ -26,6 +26,7 @@ from typing import Callable
 
 import trio
 
+from chaos.clock import sleep_until
 from nameserver import bodies
 from nameserver.connection import Connection, remote_address
 from nameserver.protocol import RemotingCommand, RequestCode, ResponseCode, SerializeType
@@ -205,7 +206,7 @@ class Broker:
         period = max(10.0, min(self.config.registerNameServerPeriod, 60.0))
         next_at = trio.current_time() + FIRST_REGISTER_DELAY
         while True:
-            await trio.sleep_until(next_at)
+            await sleep_until(next_at)
             await self.register_broker_all("period")
             next_at += period
 
@@ -507,7 +508,7 @@ class Broker:
     async def _scan_not_active_channel(self) -> None:
         """ClientHousekeepingService: clients silent for 120 s are dropped and their connections closed."""
         while True:
-            await trio.sleep(CLIENT_HOUSEKEEPING_INTERVAL)
+            await sleep_until(trio.current_time() + CLIENT_HOUSEKEEPING_INTERVAL)
             for group, channel in self.consumer_manager.scan_not_active_channel(trio.current_time()):
                 channel.close()
                 self._consumer_ids_changed(group, "expired")

@@ -18,6 +18,8 @@ from typing import Callable, Hashable
 
 import trio
 
+from chaos.clock import Alarm
+
 LONG_POLLING_CHECK_INTERVAL = 5.0  # seconds
 
 
@@ -36,7 +38,7 @@ class PullRequestHoldService:
         self._held: dict[Hashable, list[HeldRequest]] = {}  # woken by arrivals on their key
         self._checks: list[tuple[float, int, HeldRequest]] = []  # heap: next re-check or timeout
         self._seq = itertools.count()  # ties in the heap go in hold order
-        self._sleep: trio.CancelScope | None = None  # the service's wait for its next check
+        self._alarm = Alarm()  # the service's wait for its next check
 
     def hold(self, key: Hashable, has_new: Callable[[], bool], timeout: float,
              answer: Callable[[], None], *, check_interval: float = LONG_POLLING_CHECK_INTERVAL,
@@ -77,15 +79,12 @@ class PullRequestHoldService:
                     self._schedule_check(request, now)
             while self._checks and self._checks[0][2].done:
                 heapq.heappop(self._checks)  # answered on an arrival: no check to wake for
-            with trio.CancelScope(deadline=self._checks[0][0] if self._checks else math.inf) as self._sleep:
-                await trio.sleep_forever()
-            self._sleep = None
+            await self._alarm.sleep_until(self._checks[0][0] if self._checks else math.inf)
 
     def _schedule_check(self, request: HeldRequest, now: float) -> None:
         wake_at = min(request.deadline, now + request.check_interval)
         heapq.heappush(self._checks, (wake_at, next(self._seq), request))
-        if self._sleep is not None and wake_at < self._sleep.deadline:
-            self._sleep.deadline = wake_at  # an earlier check than the service waits for
+        self._alarm.bring_forward(wake_at)  # an earlier check than the service may wait for
 
     @staticmethod
     def _answer(request: HeldRequest) -> None:
