@@ -157,10 +157,11 @@ def run_up(args: argparse.Namespace) -> int:
 def run_tui(config, options: RunOptions, play) -> int:
     from .tui.app import LabApp  # here only: headless runs need not pay for importing Textual
     from .tui.guest import LiveLab
+    from .tui.responsive import Responsive
 
     if options.speed is None:
         options.speed = TUI_SPEED
-    app = LabApp(LiveLab(config, options, play))
+    app = LabApp(LiveLab(config, options, play), Responsive())
     app.run()
     return app.return_code or 0
 
@@ -168,6 +169,7 @@ def run_tui(config, options: RunOptions, play) -> int:
 def run_replay(args: argparse.Namespace) -> int:
     from .tui.app import LabApp
     from .tui.replay import Replay
+    from .tui.responsive import Responsive
 
     try:
         records = list(read_events(args.events))
@@ -175,7 +177,7 @@ def run_replay(args: argparse.Namespace) -> int:
         return _fail("replay", e)
     if not records:
         return _fail("replay", f"{args.events}: no event records")
-    app = LabApp(Replay(records, speed=args.speed))
+    app = LabApp(Replay(records, speed=args.speed), Responsive())
     app.run()
     return app.return_code or 0
 

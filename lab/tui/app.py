@@ -1,15 +1,18 @@
 """The lab's App: the views, key bindings (each with an id), the command palette provider, and the
 timer that redraws the views from the model four times a second — never per event, so the
-cluster never waits for the screen."""
+cluster never waits for the screen. A key press goes the other way round: the source holds the
+cluster's work until the screen has answered it (guest.py), and the process's garbage collector
+and GIL are tuned for the screen (responsive.py)."""
 
 from __future__ import annotations
 
 from functools import partial
 
-from textual import work
+from textual import events, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.driver import Driver
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Input, TabbedContent, TabPane
 
@@ -17,6 +20,7 @@ from chaos.faults import FaultError
 
 from ..config import parse_duration
 from .chaos_menu import GROUPS, HELP, NO_TARGET, SECOND, palette_commands, targets
+from .responsive import Responsive
 from .screens.ask import AskScreen
 from .screens.help import HelpScreen
 from .screens.partition import PartitionScreen
@@ -30,6 +34,21 @@ from .widgets.nameservers import NameServers
 from .widgets.status_bar import StatusBar
 
 REFRESH = 0.25  # seconds between redraws
+PRESSES = (events.Key, events.MouseDown, events.MouseScrollUp, events.MouseScrollDown)
+
+
+def _holding_driver(driver_class: type[Driver]) -> type[Driver]:
+    """The terminal's driver, telling the source about a key the moment it is read: in the input
+    thread, while the loop may still be inside one of trio's batches. Posting the key to the app
+    takes two more turns of the loop, and trio would get another batch in between."""
+
+    class HoldingDriver(driver_class):
+        def process_message(self, message) -> None:
+            if isinstance(message, PRESSES):
+                self._app.source.hold()  # thread-safe: it only notes the time
+            super().process_message(message)
+
+    return HoldingDriver
 
 
 class LabCommands(Provider):
@@ -86,10 +105,25 @@ class LabApp(App):
         Binding("q", "quit", "Quit", id="quit"),
     ]
 
-    def __init__(self, source: Source):
+    def __init__(self, source: Source, responsive: Responsive | None = None):
+        """responsive: the process's garbage collector and GIL tuned for the screen while the app
+        runs (`nslab up`, `nslab replay`); None leaves them alone (tests run many apps in one
+        process)."""
         super().__init__()
         self.source = source
+        self.responsive = responsive
         self.note = ""  # shown in the header instead of running/paused: "stopping…"
+
+    def get_driver_class(self) -> type[Driver]:
+        return _holding_driver(super().get_driver_class())
+
+    def post_message(self, message) -> bool:
+        # Every input reaches the app here first (Pilot's too), before any widget sees it.
+        if isinstance(message, PRESSES):
+            self.source.hold()
+            if self.responsive is not None:
+                self.responsive.pressed()
+        return super().post_message(message)
 
     def compose(self) -> ComposeResult:
         yield StatusBar(id="status")
@@ -113,9 +147,16 @@ class LabApp(App):
                              "events": self.query_one(EventLogView), "checks": self.query_one(ChecksView)}
         if self.source.scenario:
             self.bottom.active = "checks"
+        if self.responsive is not None:
+            self.responsive.start()
         await self.source.start()
         self.refresh_views()
-        self.set_interval(REFRESH, self.refresh_views)
+        self.set_interval(REFRESH, self._timer)
+
+    def _timer(self) -> None:
+        self.refresh_views()
+        if self.responsive is not None:  # here, never on a key's way to the screen
+            self.responsive.tick()
 
     def refresh_views(self) -> None:
         source = self.source
@@ -252,3 +293,5 @@ class LabApp(App):
 
     async def on_unmount(self) -> None:
         await self.source.stop()  # however the app ends, no node outlives it
+        if self.responsive is not None:
+            self.responsive.stop()

@@ -6,12 +6,20 @@ simulated mode a step lets virtual time jump through the next second as fast as 
 The cluster never waits for the screen: its records go to a list that the screen's timer drains
 into the model. The screen never blocks on the cluster: calls into trio go through the trio token's
 run_sync_soon and come back as asyncio futures.
+
+Trio runs its ready tasks in batches, one per turn of the asyncio loop, and with 1,000 topics a
+batch can take 50-200 ms (8,000 long-polled pulls answered at once, offsets persisted). A key press
+crosses the loop several times before it reaches the screen (driver, app, focused widget, its
+parents, the screen's update timer), and each crossing used to wait for a whole batch. So a key
+press holds trio's next batches for HOLD seconds (`hold`): the screen answers first, then the
+cluster catches up — at worst one batch per HOLD while keys repeat.
 """
 
 from __future__ import annotations
 
 import asyncio
 import math
+import time
 
 import outcome
 import trio
@@ -26,6 +34,8 @@ from ..scenarios import Play
 from .source import STEP, Source
 
 STOP_TIMEOUT = 30.0  # real seconds for the graceful shutdown after `q`
+HOLD = 0.05  # real seconds a key press keeps trio's batches waiting; a redraw takes ~10-20 ms
+STALE = 0.5  # a press older than this when trio next ticks was answered long ago: no hold
 
 
 class LiveLab(Source):
@@ -46,6 +56,8 @@ class LiveLab(Source):
         self._control: LabControl | None = None
         self._stepping = False
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._held: list | None = None  # trio's guest ticks waiting while a key press is answered
+        self._pressed_at: float | None = None  # a key press not yet turned into a hold
         self.done: asyncio.Future | None = None  # the guest run's outcome
         if play is not None:
             self.scenario = play.prepared.scenario.name
@@ -98,8 +110,47 @@ class LiveLab(Source):
         if self.options.sim:
             deterministic_scheduling(self.options.seed)
         trio.lowlevel.start_guest_run(
-            self._main, run_sync_soon_threadsafe=self._loop.call_soon_threadsafe,
+            self._main, run_sync_soon_threadsafe=self._soon_threadsafe, run_sync_soon_not_threadsafe=self._soon,
             done_callback=self.done.set_result, clock=self.clock, host_uses_signal_set_wakeup_fd=True)
+
+    # Trio's guest run has at most one tick outstanding (a batch, or its I/O wait coming back), so
+    # holding ticks and releasing them in order keeps trio's own order.
+
+    def hold(self) -> None:
+        """A key was pressed: trio's next batches wait HOLD seconds, so the screen answers first.
+        Any thread may call this (the terminal's input thread does, before the key has crossed the
+        loop once); the hold starts at trio's next tick, usually the end of the batch under way. A
+        press during a hold does not extend it: repeating keys leave trio a batch every HOLD."""
+        self._pressed_at = time.monotonic()
+
+    def _holding(self) -> bool:
+        if self._held is None:
+            pressed, self._pressed_at = self._pressed_at, None
+            if pressed is None or time.monotonic() - pressed > STALE:
+                return False
+            self._held = []
+            self._loop.call_later(HOLD, self._release)
+        return True
+
+    def _release(self) -> None:
+        held, self._held = self._held, None
+        for tick in held:
+            self._loop.call_soon(tick)
+
+    def _soon(self, tick) -> None:
+        if self._holding():
+            self._held.append(tick)
+        else:
+            self._loop.call_soon(tick)
+
+    def _soon_threadsafe(self, tick) -> None:
+        self._loop.call_soon_threadsafe(self._run_or_hold, tick)
+
+    def _run_or_hold(self, tick) -> None:
+        if self._holding():
+            self._held.append(tick)
+        else:
+            tick()
 
     async def stop(self) -> None:
         """Graceful: clients, brokers (which unregister), NameServers; then the run ends."""

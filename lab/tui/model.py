@@ -115,9 +115,10 @@ class LabModel:
     def feed(self, record: dict) -> None:
         self.now = max(self.now, record["t"])
         self.version += 1
-        self.log.append(record)
+        logged = _logged(record)
+        self.log.append(logged)
         if record["kind"] not in CHATTY:
-            self.notable.append(record)
+            self.notable.append(logged)
         handler = self._handlers.get(record["kind"])
         if handler is not None:
             handler(record)
@@ -360,6 +361,16 @@ class LabModel:
 
     def _check_result(self, r: dict) -> None:
         self.expectations[r["name"]] = Expectation(r["name"], r["ok"], r.get("detail", ""), r["t"])
+
+
+def _logged(record: dict) -> dict:
+    """What the event log keeps of a record. An `ns.tables` keeps its sizes only: its tables are in
+    `nameservers` while current, and thousands of rows kept per record in the log would be scanned
+    by every full garbage collection and stringified by every filter keystroke."""
+    if record["kind"] != "ns.tables":
+        return record
+    return {**{k: v for k, v in record.items() if k not in TABLES},
+            "topics": len(record.get("topicQueueTable", {})), "brokers": len(record.get("brokerLiveTable", {}))}
 
 
 def _canonical(table: str, value):

@@ -45,6 +45,9 @@ class Source:
     def tick(self) -> None:
         """Bring the model up to date; the screen's timer calls this before every redraw."""
 
+    def hold(self) -> None:
+        """A key was pressed: whatever shares the screen's thread lets the screen answer first."""
+
     async def start(self) -> None:
         pass
 

@@ -24,9 +24,6 @@ SHOWN_FIELDS = 160  # characters of a record's fields on its line
 
 def summary(record: dict) -> str:
     kind = record["kind"]
-    if kind == "ns.tables":
-        return (f"topics={len(record.get('topicQueueTable', {}))} "
-                f"brokers={len(record.get('brokerLiveTable', {}))}")
     if kind == "run.start":
         return f"seed={record.get('seed')} mode={record.get('mode')} scenario={record.get('scenario')}"
     text = " ".join(f"{k}={v}" for k, v in record.items() if k not in ("t", "node", "kind"))
