@@ -69,6 +69,7 @@ class VirtualClock(trio.abc.Clock):
     def __init__(self) -> None:
         self._now = 0.0
         self.timers = Timers()
+        self._runner = None
 
     def start_clock(self) -> None:
         pass
@@ -81,7 +82,9 @@ class VirtualClock(trio.abc.Clock):
         # Timers that wake no task (a request a server answers in its callback) are run one
         # after another here, rather than each costing trio a pass of its loop; trio gets control
         # back once a task is runnable or its own next deadline is due.
-        runner = _runner()
+        runner = self._runner
+        if runner is None:  # a clock serves one run: its runner, once
+            runner = self._runner = _runner()
         for _ in range(MAX_TIMER_ROUNDS):
             due = min(deadline, self.timers.next_due())
             if due == math.inf:
