@@ -102,7 +102,7 @@ class Broker:
             topics, auto_create_topic_enable=self.config.autoCreateTopicEnable,
             default_topic_queue_nums=self.config.defaultTopicQueueNums, now_ms=now_ms())
         self.consumer_manager = ConsumerManager()
-        self.hold_service = PullRequestHoldService()
+        self.hold_service = PullRequestHoldService(node.now)
         self.ha_service = HAService(store, self.topic_config_manager, self.config.haSendHeartbeatInterval)
         self.ha_client: HAClient | None = None
         self.outer_api: BrokerOuterAPI | None = None
@@ -408,7 +408,7 @@ class Broker:
         result = decide_pull(
             offset=offset, max_nums=req.int_field("maxMsgNums", 32), min_offset=min_offset, max_offset=max_offset,
             is_slave=self.is_slave, slave_read_enable=self.config.slaveReadEnable,
-            slave_available=self.ha_service.slave_available(trio.current_time()))
+            slave_available=self.ha_service.slave_available(self.node.now()))
         if result.code == ResponseCode.PULL_NOT_FOUND and allow_suspend and sys_flag & FLAG_SUSPEND:
             self._suspend_pull(req, channel, topic, queue_id, offset)
             return None

@@ -34,7 +34,8 @@ class HeldRequest:
 
 
 class PullRequestHoldService:
-    def __init__(self) -> None:
+    def __init__(self, now: Callable[[], float] = trio.current_time) -> None:
+        self._now = now
         self._held: dict[Hashable, list[HeldRequest]] = {}  # woken by arrivals on their key
         self._checks: list[tuple[float, int, HeldRequest]] = []  # heap: next re-check or timeout
         self._seq = itertools.count()  # ties in the heap go in hold order
@@ -43,7 +44,7 @@ class PullRequestHoldService:
     def hold(self, key: Hashable, has_new: Callable[[], bool], timeout: float,
              answer: Callable[[], None], *, check_interval: float = LONG_POLLING_CHECK_INTERVAL,
              wake_on_arrival: bool = True) -> None:
-        now = trio.current_time()
+        now = self._now()
         request = HeldRequest(key, has_new, answer, now + timeout, check_interval)
         if has_new() or timeout <= 0:
             self._answer(request)

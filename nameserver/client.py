@@ -72,6 +72,7 @@ class RemotingClient:
         self._on_request = on_request  # server-initiated requests (e.g. NOTIFY_CONSUMER_IDS_CHANGED)
         self._expiry: trio.CancelScope | None = None  # the reader's wait, up to the earliest deadline
         self.closed_reason: str | None = None
+        self._now = trio.lowlevel.current_clock().current_time  # trio.current_time, in one call
 
     def _next_opaque(self) -> int:
         # A Java int, wrapping negative as RocketMQ's counter does; a ROCKETMQ header holds int32.
@@ -82,7 +83,7 @@ class RemotingClient:
             await trio.lowlevel.checkpoint()
             raise RemotingTimeoutError(f"no reply to request {request.code} within {timeout:g} s")
         request.opaque = opaque = self._next_opaque()
-        future = self._pending[opaque] = ResponseFuture(request.code, timeout, trio.current_time() + timeout)
+        future = self._pending[opaque] = ResponseFuture(request.code, timeout, self._now() + timeout)
         if self._expiry is not None and future.deadline < self._expiry.deadline:
             self._expiry.deadline = future.deadline
         try:

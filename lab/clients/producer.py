@@ -123,7 +123,7 @@ class Producer:
     # --- send ---------------------------------------------------------------------------------------
 
     async def send(self, topic: str, body: bytes) -> SendResult:
-        now = trio.current_time
+        now = self.node.now
         begin_first = now()
         msg_id = self.id_setter.create_uniq_id(begin_first)
         properties = encode_properties({"UNIQ_KEY": msg_id, "WAIT": "true"})
