@@ -131,18 +131,7 @@ def timer_source() -> Callable[[float, Callback], list]:
 async def sleep_until(when: float) -> None:
     """trio.sleep_until, for the hot loops of simulated nodes: on a VirtualClock a timer wakes the
     task, without the cancel scope and Cancelled exception a trio sleep costs (about 40 µs)."""
-    clock = trio.lowlevel.current_clock()
-    if not isinstance(clock, VirtualClock) or when <= clock.current_time():
-        await trio.sleep_until(when)
-        return
-    task = trio.lowlevel.current_task()
-    timer = clock.timers.call_at(when, lambda: trio.lowlevel.reschedule(task))
-
-    def abort(_) -> trio.lowlevel.Abort:
-        Timers.cancel(timer)
-        return trio.lowlevel.Abort.SUCCEEDED
-
-    await trio.lowlevel.wait_task_rescheduled(abort)
+    await Alarm().sleep_until(when)
 
 
 class Alarm:
@@ -158,7 +147,7 @@ class Alarm:
 
     async def sleep_until(self, when: float) -> None:
         clock = trio.lowlevel.current_clock()
-        if not isinstance(clock, VirtualClock):
+        if not isinstance(clock, VirtualClock) or when <= clock.current_time():  # trio.sleep_until's way
             with trio.CancelScope(deadline=when) as self._scope:
                 await trio.sleep_forever()
             self._scope = None

@@ -257,11 +257,7 @@ class _SimEnd(trio.abc.Stream):
             return
         payload = self._in_flight.popleft()[1]
         if self._receiver is not None:
-            try:  # _deliver, inline: this runs for every payload
-                self._receiver(payload)
-            except Exception:
-                log.exception("receiver on %s from %s failed; resetting the connection", self.local, self.remote)
-                self.reset()
+            self._deliver(payload)
         else:
             self._inbox.append(payload)
             self._wake()
