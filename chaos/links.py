@@ -135,15 +135,23 @@ class Links:
             found.update(self.toxics.get(key, {}))
         return found
 
+    def healthy_delay(self, rng: random.Random) -> float | None:
+        """A chunk's delay while no link has a fault, the common case; None when one has (ask
+        `plan`). The same draws as `plan` makes, in the same order."""
+        if self.blocked or self.isolated or self.frozen or self.toxics:
+            return None
+        delay = self.base_latency
+        jitter = self.base_jitter
+        if jitter:
+            delay += -jitter + (jitter + jitter) * rng.random()  # rng.uniform(-jitter, jitter), inline
+        if self.base_loss and rng.random() < self.base_loss:
+            delay += RETRANSMIT_TIMEOUT
+        return delay if delay > 0.0 else 0.0
+
     def plan(self, src: str, dst: str, nbytes: Size, rng: random.Random) -> Plan:
-        if not (self.blocked or self.isolated or self.frozen or self.toxics):
-            # A healthy network, the common case: the same draws as below, in the same order.
-            delay = self.base_latency
-            if self.base_jitter:
-                delay += rng.uniform(-self.base_jitter, self.base_jitter)
-            if self.base_loss and rng.random() < self.base_loss:
-                delay += RETRANSMIT_TIMEOUT
-            return Plan("deliver", max(0.0, delay), 0.0)
+        delay = self.healthy_delay(rng)
+        if delay is not None:
+            return Plan("deliver", delay, 0.0)
         if not self.reachable(src, dst):
             return HOLD
         toxics = self._toxics_on(src, dst)

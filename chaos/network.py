@@ -227,30 +227,39 @@ class _SimEnd(trio.abc.Stream):
     # --- the network's side: payloads in flight to this end ----------------------------------------
 
     def _enqueue(self, payload: object, size: Size = 0) -> None:
-        self._in_flight.append((self.net.now(), payload, size))
-        if len(self._in_flight) == 1:
+        in_flight = self._in_flight
+        in_flight.append((self.net.now(), payload, size))
+        if len(in_flight) == 1:
             self._plan_head()
 
     def _plan_head(self) -> None:
         if self._broken or self._closed or not self._in_flight:
             return
         sent_at, payload, size = self._in_flight[0]
-        if payload is None:  # EOF: right behind the last payload
-            self._in_flight.popleft()
-            self._eof = True
-            self._wake()
-            self._signal_end()
-            return
         net = self.net
-        plan = net.links.plan(self.remote, self.local, size, net.rng)
-        if plan.action == "hold":
-            net._held.append(self)
-        elif plan.action == "reset":
-            self.reset()
+        delay = net.links.healthy_delay(net.rng) if payload is not None else None
+        if delay is None:  # EOF, or a link with a fault
+            if payload is None:  # EOF: right behind the last payload
+                self._in_flight.popleft()
+                self._eof = True
+                self._wake()
+                self._signal_end()
+                return
+            plan = net.links.plan(self.remote, self.local, size, net.rng)
+            if plan.action == "hold":
+                net._held.append(self)
+                return
+            if plan.action == "reset":
+                self.reset()
+                return
+            delay, transmit = plan.delay, plan.transmit
         else:
-            due = max(self._last_delivery, sent_at + plan.delay) + plan.transmit
-            self._last_delivery = due
-            net.call_at(due, self._arrive)
+            transmit = 0.0
+        due = sent_at + delay
+        if due < self._last_delivery:  # no overtaking: TCP delivers in order
+            due = self._last_delivery
+        self._last_delivery = due = due + transmit
+        net.call_at(due, self._arrive)
 
     def _arrive(self) -> None:
         if self._broken or self._closed:

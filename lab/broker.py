@@ -17,7 +17,6 @@ broker.permission {perm}.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import itertools
 import logging
@@ -294,8 +293,10 @@ class Broker:
     # --- send -------------------------------------------------------------------------------------
 
     def _send_message(self, req: RemotingCommand, channel: ClientChannel) -> RemotingCommand:
-        if req.code != RequestCode.SEND_MESSAGE:
-            req = dataclasses.replace(req, ext_fields={SEND_V2_KEYS.get(k, k): v for k, v in (req.ext_fields or {}).items()})
+        if req.code != RequestCode.SEND_MESSAGE:  # V2's one-letter keys, as V1's (createSendMessageRequestHeaderV1)
+            ext = req.ext_fields or {}
+            req = RemotingCommand(req.code, req.opaque, req.flag, {SEND_V2_KEYS.get(k, k): ext[k] for k in ext},
+                                  req.remark, req.body, req.language, req.version, req.serialize_type)
         refused = self._refuse_write(req)
         if refused is not None:
             return refused
@@ -392,7 +393,8 @@ class Broker:
     def _pull_message(self, req: RemotingCommand, channel: ClientChannel, allow_suspend: bool = True):
         if not self.broker_permission & PERM_READ:
             return req.response(ResponseCode.NO_PERMISSION, f"the broker[{self.address}] pulling message is forbidden")
-        topic, queue_id, offset = req.require("topic"), req.require_int("queueId"), req.require_int("queueOffset")
+        topic = req.require("topic")
+        queue_id, offset = req.require_ints("queueId", "queueOffset")
         config = self.topic_config_manager.select(topic)
         if config is None:
             return req.response(ResponseCode.TOPIC_NOT_EXIST,
@@ -451,8 +453,8 @@ class Broker:
         return req.response(ResponseCode.SUCCESS, ext_fields={"offset": offset})
 
     def _update_consumer_offset(self, req: RemotingCommand, channel: ClientChannel) -> RemotingCommand:
-        self.store.commit_offset(req.require("consumerGroup"), req.require("topic"), req.require_int("queueId"),
-                                 req.require_int("commitOffset"))
+        self.store.commit_offset(req.require("consumerGroup"), req.require("topic"),
+                                 *req.require_ints("queueId", "commitOffset"))
         return req.response(ResponseCode.SUCCESS)
 
     @staticmethod

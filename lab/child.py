@@ -56,7 +56,7 @@ class PipeEvents(EventLog):
 
     def emit(self, node: str, kind: str, **fields) -> dict:
         record = {"node": node, "kind": kind, **fields}
-        self.out.write(self._packer.pack(record))
+        self.out.write(msgpack.packb(record))
         self.out.flush()
         return record
 
@@ -103,7 +103,7 @@ async def run(spec: dict) -> None:
             body = lambda task_status: cluster._run_broker(broker, task_status)  # noqa: E731
         with trio.open_signal_receiver(signal.SIGTERM) as signals:
             address = await nursery.start(body)
-            events.out.write(events._packer.pack({"listening": address}))
+            events.out.write(msgpack.packb({"listening": address}))
             events.out.flush()
             async for _ in signals:  # SIGTERM: a graceful stop (a broker unregisters first)
                 if name in cluster.brokers:

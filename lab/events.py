@@ -28,7 +28,9 @@ class EventLog:
         self._clock = clock
         self._origin = 0.0
         self._file: BinaryIO | None = open(path, "wb") if path else None
-        self._packer = msgpack.Packer()
+        # Records are packed into the packer's own buffer, which goes to the hash and the file
+        # FLUSH_EVERY records at a time: one write and one hash update per batch, not per record.
+        self._packer = msgpack.Packer(autoreset=False)
         self._sha = hashlib.sha256()
         self._unflushed = 0
         self.count = 0
@@ -44,27 +46,30 @@ class EventLog:
 
     def emit(self, node: str, kind: str, **fields) -> dict:
         record = {"t": round(self.now(), 6), "node": node, "kind": kind, **fields}
-        data = self._packer.pack(record)
-        self._sha.update(data)
+        self._packer.pack(record)
         self.count += 1
-        if self._file is not None:
-            self._file.write(data)
-            self._unflushed += 1
-            if self._unflushed >= FLUSH_EVERY:
-                self.flush()
+        self._unflushed += 1
+        if self._unflushed >= FLUSH_EVERY:
+            self.flush()
         for subscriber in self.subscribers:
             subscriber(record)
         return record
 
     def flush(self) -> None:
+        data = self._packer.bytes()
+        self._packer.reset()
+        self._unflushed = 0
+        self._sha.update(data)
         if self._file is not None:
+            self._file.write(data)
             self._file.flush()
-            self._unflushed = 0
 
     def sha256(self) -> str:
+        self.flush()
         return self._sha.hexdigest()
 
     def close(self) -> None:
+        self.flush()
         if self._file is not None:
             self._file.close()
             self._file = None

@@ -20,7 +20,7 @@ from typing import BinaryIO, NamedTuple
 
 import msgpack
 
-from .message import MessageExt, decode_messages, decode_records, encode_message, offset_msg_id
+from .message import MessageExt, decode_messages, encode_message, index_records, offset_msg_id
 
 
 class PutMessageResult(NamedTuple):
@@ -56,26 +56,27 @@ class MessageStore:
         """Append a message: its queue offset and physical offset are assigned here."""
         msg.queue_offset = len(self._consume_queues.get((msg.topic, msg.queue_id), ()))
         msg.commit_log_offset = self.max_physical_offset
-        self._append(encode_message(msg), msg)
+        self._append(_Record(msg.commit_log_offset, msg.store_timestamp, encode_message(msg)), msg.topic, msg.queue_id)
         return PutMessageResult(offset_msg_id(msg.store_host, msg.commit_log_offset),
                                 msg.queue_offset, msg.commit_log_offset)
 
     def put_replica(self, data: bytes) -> int:
         """Append records copied from a master's commit log, at the offsets the master gave them.
         Returns how many; raises ValueError if they do not continue this log exactly."""
-        records = decode_records(data)
-        for msg, record in records:
-            queue_len = len(self._consume_queues.get((msg.topic, msg.queue_id), ()))
-            if msg.commit_log_offset != self.max_physical_offset or msg.queue_offset != queue_len:
+        records = index_records(data)
+        for r in records:
+            queue_len = len(self._consume_queues.get((r.topic, r.queue_id), ()))
+            if r.commit_log_offset != self.max_physical_offset or r.queue_offset != queue_len:
                 raise ValueError(
-                    f"replica record at {msg.commit_log_offset} (queue offset {msg.queue_offset}) does "
+                    f"replica record at {r.commit_log_offset} (queue offset {r.queue_offset}) does "
                     f"not continue this log at {self.max_physical_offset} (queue offset {queue_len})")
-            self._append(record, msg)  # the master's bytes as they are: a replica is a copy
+            # The master's bytes as they are: a replica is a copy.
+            self._append(_Record(r.commit_log_offset, r.store_timestamp, r.data), r.topic, r.queue_id)
         return len(records)
 
-    def _append(self, data: bytes, msg: MessageExt) -> None:
-        self._write({"m": data})
-        self._index(_Record(msg.commit_log_offset, msg.store_timestamp, data), msg.topic, msg.queue_id)
+    def _append(self, record: _Record, topic: str, queue_id: int) -> None:
+        self._write({"m": record.data})
+        self._index(record, topic, queue_id)
 
     def _index(self, record: _Record, topic: str, queue_id: int) -> None:
         self._commit_log.append(record)
@@ -125,9 +126,8 @@ class MessageStore:
 
     def _replay_one(self, record: dict) -> None:
         if "m" in record:
-            (msg,) = decode_messages(record["m"])
-            self._index(_Record(msg.commit_log_offset, msg.store_timestamp, record["m"]),
-                        msg.topic, msg.queue_id)
+            (r,) = index_records(record["m"])
+            self._index(_Record(r.commit_log_offset, r.store_timestamp, r.data), r.topic, r.queue_id)
         else:
             group, topic, queue_id, offset = record["o"]
             self._set_offset((group, topic, queue_id), offset)

@@ -13,7 +13,7 @@ import trio
 
 from .connection import Connection
 from .protocol import ProtocolError, RemotingCommand
-from .protocol.codes import FLAG_ONEWAY
+from .protocol.codes import FLAG_ONEWAY, FLAG_RESPONSE
 
 log = logging.getLogger("nameserver.client")
 
@@ -47,15 +47,14 @@ class ResponseFuture:
     async def wait(self) -> RemotingCommand | RemotingError:
         if self.response is None:
             self._waiter = trio.lowlevel.current_task()
-
-            def abort(_):
-                self._waiter = None
-                return trio.lowlevel.Abort.SUCCEEDED
-
-            await trio.lowlevel.wait_task_rescheduled(abort)
+            await trio.lowlevel.wait_task_rescheduled(self._abort)
         else:
             await trio.lowlevel.checkpoint()
         return self.response
+
+    def _abort(self, _) -> trio.lowlevel.Abort:
+        self._waiter = None
+        return trio.lowlevel.Abort.SUCCEEDED
 
 
 class RemotingClient:
@@ -71,6 +70,7 @@ class RemotingClient:
         self._pending: dict[int, ResponseFuture] = {}
         self._on_request = on_request  # server-initiated requests (e.g. NOTIFY_CONSUMER_IDS_CHANGED)
         self._expiry: trio.CancelScope | None = None  # the reader's wait, up to the earliest deadline
+        self._expiry_deadline = -math.inf  # its deadline, read here for every call (trio's property is slower)
         self.closed_reason: str | None = None
         self._now = trio.lowlevel.current_clock().current_time  # trio.current_time, in one call
 
@@ -84,8 +84,8 @@ class RemotingClient:
             raise RemotingTimeoutError(f"no reply to request {request.code} within {timeout:g} s")
         request.opaque = opaque = self._next_opaque()
         future = self._pending[opaque] = ResponseFuture(request.code, timeout, self._now() + timeout)
-        if self._expiry is not None and future.deadline < self._expiry.deadline:
-            self._expiry.deadline = future.deadline
+        if future.deadline < self._expiry_deadline:
+            self._expiry_deadline = self._expiry.deadline = future.deadline
         try:
             await self._send(request)
             reply = await future.wait()
@@ -116,11 +116,12 @@ class RemotingClient:
             while reason is None:
                 deadline = min((f.deadline for f in self._pending.values()), default=math.inf)
                 with trio.CancelScope(deadline=deadline) as self._expiry:
+                    self._expiry_deadline = deadline
                     reason = await self.connection.serve(self._dispatch)
                 if self._expiry.cancelled_caught:
                     self._expire(trio.current_time())
         finally:
-            self._expiry = None
+            self._expiry, self._expiry_deadline = None, -math.inf
             self.closed_reason = reason or "closed"
             for future in list(self._pending.values()):
                 future.put(RemotingError(f"connection closed: {self.closed_reason}"))
@@ -136,7 +137,7 @@ class RemotingClient:
     def _dispatch(self, command: RemotingCommand) -> None:
         """A reply to the call it answers; a request from the peer to on_request (whose answer,
         if any, is its own business)."""
-        if command.is_response:
+        if command.flag & FLAG_RESPONSE:
             future = self._pending.pop(command.opaque, None)
             if future is None:
                 log.debug("reply with unknown opaque %s dropped", command.opaque)

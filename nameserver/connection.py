@@ -78,7 +78,7 @@ class Connection:
         ended = trio.Event()
 
         def on_object(payload) -> None:
-            for command in self._commands(payload):
+            for command in (payload,) if type(payload) is RemotingCommand else self._commands(payload):
                 reply = handle(command)
                 if reply is not None:
                     try:

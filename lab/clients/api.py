@@ -30,6 +30,7 @@ SEND_STATUS = {  # broker codes that still store the message
     ResponseCode.FLUSH_SLAVE_TIMEOUT: "FLUSH_SLAVE_TIMEOUT",
     ResponseCode.SLAVE_NOT_AVAILABLE: "SLAVE_NOT_AVAILABLE",
 }
+SEND_CODES = tuple(SEND_STATUS)
 PULL_CODES = (ResponseCode.SUCCESS, ResponseCode.PULL_NOT_FOUND, ResponseCode.PULL_RETRY_IMMEDIATELY,
               ResponseCode.PULL_OFFSET_MOVED)
 
@@ -152,15 +153,16 @@ class MQClientAPI:
             "k": False, "m": False, "n": mq.broker_name,
         }
         return await self._call(addr, RequestCode.SEND_MESSAGE_V2, fields, timeout, lambda r: SendResult(
-            SEND_STATUS[r.code], msg_id, r.require("msgId"), mq._replace(queue_id=r.require_int("queueId")),
-            r.require_int("queueOffset")), body=body, ok=tuple(SEND_STATUS))
+            SEND_STATUS[r.code], msg_id, r.require("msgId"),
+            MessageQueue(mq.topic, mq.broker_name, r.require_int("queueId")), r.require_int("queueOffset")),
+            body=body, ok=SEND_CODES)
 
     # --- broker: consumer -------------------------------------------------------------------------
 
     async def pull_message(self, addr: str, fields: dict, timeout: float) -> PullResult:
         return await self._call(addr, RequestCode.PULL_MESSAGE, fields, timeout, lambda r: PullResult(
-            r.code, r.require_int("nextBeginOffset"), r.require_int("minOffset"), r.require_int("maxOffset"),
-            r.require_int("suggestWhichBrokerId"), r.body, addr), ok=PULL_CODES)
+            r.code, *r.require_ints("nextBeginOffset", "minOffset", "maxOffset", "suggestWhichBrokerId"),
+            r.body, addr), ok=PULL_CODES)
 
     async def get_consumer_id_list_by_group(self, addr: str, consumer_group: str, timeout: float) -> list[str]:
         return await self._call(addr, RequestCode.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": consumer_group},

@@ -101,6 +101,21 @@ class RemotingCommand:
             raise HeaderError(f"missing header field '{name}'")
         return value
 
+    def require_ints(self, *names: str) -> list[int]:
+        """Several required integer fields in one go, as decodeCommandCustomHeader reads a header:
+        the first missing or unparsable one is the error."""
+        ext = self.ext_fields or {}
+        values = []
+        for name in names:
+            value = ext.get(name)
+            if value is None:
+                raise HeaderError(f"missing header field '{name}'")
+            try:
+                values.append(int(value))
+            except ValueError:
+                raise HeaderError(f"header field '{name}' is not an integer: {value!r}") from None
+        return values
+
     def bool_field(self, name: str, default: bool = False) -> bool:
         value = self.field(name)
         # Java's Boolean.parseBoolean: only "true" (any case) is true.
