@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import trio
 
 from chaos.network import Network
-from nameserver.client import RemotingClient, RemotingError, RemotingTimeoutError
+from nameserver.client import RemotingClient, RemotingError
 from nameserver.protocol import RemotingCommand, SerializeType
 
 from .config import LabConfig
@@ -99,10 +99,7 @@ class ChannelTable:
             timeout = max(0.0, deadline - trio.current_time())
         try:
             return await client.invoke(request, timeout)
-        except RemotingTimeoutError:
-            self.close(address)
-            raise
-        except RemotingError:
+        except RemotingError:  # a timeout too: clientCloseSocketIfTimeout
             self.close(address)
             raise
 

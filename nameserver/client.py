@@ -103,8 +103,13 @@ class RemotingClient:
     async def _send(self, command: RemotingCommand) -> None:
         if self.closed_reason is not None:
             raise RemotingError(f"connection closed: {self.closed_reason}")
+        connection = self.connection
         try:
-            await self.connection.send(command)
+            if connection.objects:  # Connection.send, inline: every call passes here
+                await trio.lowlevel.checkpoint_if_cancelled()
+                connection.send_nowait(command)
+            else:
+                await connection.send(command)
         except (trio.BrokenResourceError, trio.ClosedResourceError) as e:
             raise RemotingError(f"send failed: {e}") from None
 

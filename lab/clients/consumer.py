@@ -232,8 +232,10 @@ class Consumer:
                 self.offset_store.update_offset(mq, offset, increase_only=True)
 
     async def _pull_kernel_impl(self, mq: MessageQueue, offset: int) -> PullResult:
-        found = await self.instance.find_broker_address_in_subscribe(
-            mq, self.pull_from_which_node_table.get(mq, MASTER_ID), False)
+        broker_id = self.pull_from_which_node_table.get(mq, MASTER_ID)
+        found = self.instance.route_cache.find_broker_address_in_subscribe(mq.broker_name, broker_id, False)
+        if found is None:  # not in the cache: refresh the route first
+            found = await self.instance.find_broker_address_in_subscribe(mq, broker_id, False)
         if found is None:
             raise MQClientError(f"The broker[{mq.broker_name}] not exist")
         commit_offset = self.offset_store.read_offset(mq)

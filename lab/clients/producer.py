@@ -128,7 +128,9 @@ class Producer:
         msg_id = self.id_setter.create_uniq_id(begin_first)
         properties = encode_properties({"UNIQ_KEY": msg_id, "WAIT": "true"})
         try:
-            info = await self.try_to_find_topic_publish_info(topic)
+            info = self.topic_publish_info_table.get(topic)
+            if info is None or not info.ok():
+                info = await self.try_to_find_topic_publish_info(topic)
         except MQClientError as e:
             self._failed(msg_id, topic, 0, str(e))
             raise

@@ -39,15 +39,10 @@ class RemotingCommand:
         version: int = CURRENT_VERSION,
         opaque: int = 0,
     ) -> RemotingCommand:
-        return cls(
-            code=code,
-            opaque=opaque,
-            flag=FLAG_ONEWAY if oneway else 0,
-            ext_fields=stringify_fields(ext_fields) if ext_fields is not None else None,
-            body=body,
-            version=version,
-            serialize_type=serialize_type,
-        )
+        # Positional, in the fields' order: every request is built here.
+        return cls(code, opaque, FLAG_ONEWAY if oneway else 0,
+                   stringify_fields(ext_fields) if ext_fields is not None else None,
+                   None, body, LANGUAGE, version, serialize_type)
 
     def response(
         self,
