@@ -23,6 +23,7 @@ whose offset is beyond the master's log gets code 1: the logs diverged.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Callable, Hashable
 
@@ -34,6 +35,7 @@ from nameserver.client import RemotingError
 from nameserver.protocol import RemotingCommand, ResponseCode
 from nameserver.routes import DataVersion
 
+from .handover import Handover
 from .message import MessageFormatError
 from .remoting import ChannelTable, Node, request
 from .store import MessageStore
@@ -112,27 +114,60 @@ class HAClient:
         # stand in for the master's: on a virtual clock two fresh brokers have equal versions.
         self._offsets_version: int | None = None
         self._topics_version: list[int] | None = None
+        self._handover: Handover | None = None  # the chain of transfers running now, if any
+        self._trouble: str | None = None  # the last failure reported, until a transfer succeeds
 
     async def run(self) -> None:
-        error = None
+        """Transfers one after another, each sent from the reply to the one before, so a replicated
+        message wakes no task; this task connects, and after a failure reports it (once per change
+        of trouble) and waits haSendHeartbeatInterval before trying again."""
         while True:
             master = self.master_addr
             try:
                 if master is None:
                     raise RemotingError("master address unknown")
-                await self._transfer(master)
-                error = None
+                await self.channels.connect(master)
+                self._handover = handover = Handover()
+                try:
+                    self._transfer(master, handover)
+                    trouble = await handover.take()
+                finally:
+                    self._handover = None  # a reply still on its way is dropped
+                if trouble is not None:
+                    raise trouble
             except (RemotingError, MessageFormatError, ValueError) as e:
-                if str(e) != error:  # one event per change of trouble, not one per retry
-                    error = str(e)
-                    self.node.emit("broker.replicate", master=master, ok=False, error=error)
+                if str(e) != self._trouble:  # one event per change of trouble, not one per retry
+                    self._trouble = str(e)
+                    self.node.emit("broker.replicate", master=master, ok=False, error=self._trouble)
                 await trio.sleep(self.heartbeat_interval)
 
-    async def _transfer(self, master: str) -> None:
+    def _transfer(self, master: str, handover: Handover) -> None:
         state = {"offset": self.store.max_physical_offset, "offsetsVersion": self._offsets_version,
                  "dataVersion": self._topics_version}
-        reply = await self.channels.invoke(master, request(HA_TRANSFER, body=msgpack.packb(state)),
-                                           self.heartbeat_interval + HA_HOUSEKEEPING_INTERVAL)
+        try:
+            self.channels.invoke_async(master, request(HA_TRANSFER, body=msgpack.packb(state)),
+                                       self.heartbeat_interval + HA_HOUSEKEEPING_INTERVAL,
+                                       functools.partial(self._on_transfer, master, handover))
+        except RemotingError as e:
+            handover.give(e)
+
+    def _on_transfer(self, master: str, handover: Handover, reply: RemotingCommand | RemotingError) -> None:
+        if self._handover is not handover:
+            return  # the task went on without this chain (the broker stopped, say)
+        try:
+            if isinstance(reply, RemotingError):
+                raise reply
+            self._apply(master, reply)
+        except (RemotingError, MessageFormatError, ValueError) as e:
+            handover.give(e)
+            return
+        self._trouble = None
+        if self.master_addr != master:
+            handover.give(None)  # the task connects to the new master
+        else:
+            self._transfer(master, handover)
+
+    def _apply(self, master: str, reply: RemotingCommand) -> None:
         if reply.code != ResponseCode.SUCCESS:
             raise RemotingError(f"HA transfer refused ({reply.code}): {reply.remark}")
         data = msgpack.unpackb(reply.body or b"\x80", raw=False)

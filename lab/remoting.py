@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import trio
 
 from chaos.network import Network
-from nameserver.client import RemotingClient, RemotingError
+from nameserver.client import RemotingClient, RemotingError, ReplyCallback
 from nameserver.protocol import RemotingCommand, SerializeType
 
 from .config import LabConfig
@@ -102,6 +102,20 @@ class ChannelTable:
         except RemotingError:  # a timeout too: clientCloseSocketIfTimeout
             self.close(address)
             raise
+
+    def invoke_async(self, address: str, request: RemotingCommand, timeout: float, callback: ReplyCallback) -> None:
+        """invokeAsync on the open channel to `address` (open it first: `connect`); RemotingError at
+        once when there is none. A call that fails closes the channel, as `invoke` does."""
+        client = self._clients.get(address)
+        if client is None or client.closed_reason is not None:
+            raise RemotingError(f"no open channel to {address}")
+
+        def on_reply(reply: RemotingCommand | RemotingError) -> None:
+            if isinstance(reply, RemotingError) and self._clients.get(address) is client:
+                self.close(address)
+            callback(reply)
+
+        client.invoke_async(request, timeout, on_reply, self.nursery)
 
     async def invoke_oneway(self, address: str, request: RemotingCommand) -> None:
         client = await self._get(address)

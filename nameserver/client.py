@@ -26,23 +26,35 @@ class RemotingTimeoutError(RemotingError):
     pass
 
 
+# An asynchronous call's continuation: the reply, or the RemotingError that ended the call.
+ReplyCallback = Callable[["RemotingCommand | RemotingError"], None]
+
+
 class ResponseFuture:
     """One call in flight (NettyRemotingAbstract's ResponseFuture): the reader puts the response,
-    a timeout, or the error that ends the connection, and the caller wakes. The caller parks on
-    trio's lowest level rather than on an Event: this is every call's wait."""
+    a timeout, or the error that ends the connection, and the caller wakes — or, for an
+    asynchronous call, its callback runs. The caller parks on trio's lowest level rather than on
+    an Event: this is every call's wait."""
 
-    __slots__ = ("code", "timeout", "deadline", "response", "_waiter")
+    __slots__ = ("code", "timeout", "deadline", "response", "_waiter", "_callback")
 
-    def __init__(self, code: int, timeout: float, deadline: float) -> None:
+    def __init__(self, code: int, timeout: float, deadline: float, callback: ReplyCallback | None = None) -> None:
         self.code, self.timeout, self.deadline = code, timeout, deadline
         self.response: RemotingCommand | RemotingError | None = None
         self._waiter: trio.lowlevel.Task | None = None
+        self._callback = callback
 
     def put(self, response: RemotingCommand | RemotingError) -> None:
         self.response = response
         if self._waiter is not None:
             task, self._waiter = self._waiter, None
             trio.lowlevel.reschedule(task)
+        elif self._callback is not None:
+            callback, self._callback = self._callback, None
+            try:
+                callback(response)
+            except Exception:  # a callback's bug costs its own call, not the connection
+                log.exception("callback for a reply to request %s failed", self.code)
 
     async def wait(self) -> RemotingCommand | RemotingError:
         if self.response is None:
@@ -94,6 +106,22 @@ class RemotingClient:
             return reply
         finally:
             self._pending.pop(opaque, None)
+
+    def invoke_async(self, request: RemotingCommand, timeout: float, callback: ReplyCallback,
+                     nursery: trio.Nursery) -> None:
+        """NettyRemotingAbstract.invokeAsyncImpl: send `request` now and return; `callback` gets the
+        reply, or the RemotingError that ends the call (a timeout, the connection's end), where it
+        lands — in trio's loop or this client's reader, not in a task — so it must not block. A
+        byte stream's send, which can block, runs in `nursery`. RemotingError at once when the
+        connection is already closed."""
+        if self.closed_reason is not None:
+            raise RemotingError(f"connection closed: {self.closed_reason}")
+        request.opaque = opaque = self._next_opaque()
+        future = self._pending[opaque] = ResponseFuture(request.code, timeout, self._now() + timeout, callback)
+        if future.deadline < self._expiry_deadline:
+            self._expiry_deadline = self._expiry.deadline = future.deadline
+        # A send that fails is the reader's business: the connection's end fails every pending call.
+        self.connection.send_soon(request, nursery)
 
     async def invoke_oneway(self, request: RemotingCommand) -> None:
         request.opaque = self._next_opaque()

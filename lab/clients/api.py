@@ -53,6 +53,17 @@ class PullResult(NamedTuple):
     broker_addr: str  # who answered: the master, or a slave
 
 
+def _read_reply(response: RemotingCommand, code: int, addr: str | None, read, ok: tuple[int, ...]):
+    if response.code not in ok:
+        raise MQBrokerError(response.code, response.remark)
+    if read is None:
+        return None
+    try:
+        return read(response)
+    except (ValueError, KeyError, TypeError) as e:  # HeaderError, BodyError, a body of the wrong shape
+        raise MQClientError(f"bad reply to request {code} from {addr or 'the NameServer'}: {e}") from None
+
+
 def _body(response: RemotingCommand) -> object:
     return bodies.load(response.body or b"", response.serialize_type)
 
@@ -71,7 +82,7 @@ class MQClientAPI:
 
     # --- channels ---------------------------------------------------------------------------------
 
-    async def _connect(self, addr: str) -> None:
+    async def connect(self, addr: str) -> None:
         try:
             await self.channels.connect(addr)
         except RemotingError as e:
@@ -89,7 +100,7 @@ class MQClientAPI:
             previous, skipped = self.namesrv_in_use, []
             for addr in self.namesrv.candidates():
                 try:
-                    await self._connect(addr)
+                    await self.connect(addr)
                 except RemotingConnectError:
                     skipped.append(addr)
                     continue
@@ -110,7 +121,7 @@ class MQClientAPI:
             if addr is None:
                 addr = await self._namesrv_channel()
             else:
-                await self._connect(addr)
+                await self.connect(addr)
             left = timeout - (trio.current_time() - begin)
             if left <= 0:
                 raise RemotingTimeoutError(f"invokeSync call timeout: connecting to {addr} took the whole {timeout:g} s")
@@ -122,17 +133,26 @@ class MQClientAPI:
         """The reply read by `read(response)`; MQBrokerError for a code not in `ok`,
         MQClientError for a reply that lacks what it should carry."""
         response = await self.invoke(addr, request(code, fields, body), timeout)
-        if response.code not in ok:
-            raise MQBrokerError(response.code, response.remark)
-        if read is None:
-            return None
-        try:
-            return read(response)
-        except (ValueError, KeyError, TypeError) as e:  # HeaderError, BodyError, a body of the wrong shape
-            raise MQClientError(f"bad reply to request {code} from {addr or 'the NameServer'}: {e}") from None
+        return _read_reply(response, code, addr, read, ok)
+
+    def _call_async(self, addr: str, code: int, fields: dict, timeout: float, read, on_result, *,
+                    ok: tuple[int, ...] = (ResponseCode.SUCCESS,)) -> None:
+        """_call as invokeAsync, on an open channel: `on_result` gets what _call would return, or
+        the exception it would raise — in trio's loop, so it must not block. A failure to send at
+        all (no open channel) raises RemotingError here."""
+        def on_reply(response: RemotingCommand | RemotingError) -> None:
+            try:
+                if isinstance(response, RemotingError):
+                    raise response
+                result = _read_reply(response, code, addr, read, ok)
+            except (RemotingError, MQClientError, MQBrokerError) as e:
+                result = e
+            on_result(result)
+
+        self.channels.invoke_async(addr, request(code, fields), timeout, on_reply)
 
     async def invoke_oneway(self, addr: str, code: int, fields: dict) -> None:
-        await self._connect(addr)
+        await self.connect(addr)
         await self.channels.invoke_oneway(addr, request(code, fields, oneway=True))
 
     # --- NameServer -------------------------------------------------------------------------------
@@ -159,10 +179,11 @@ class MQClientAPI:
 
     # --- broker: consumer -------------------------------------------------------------------------
 
-    async def pull_message(self, addr: str, fields: dict, timeout: float) -> PullResult:
-        return await self._call(addr, RequestCode.PULL_MESSAGE, fields, timeout, lambda r: PullResult(
+    def pull_message_async(self, addr: str, fields: dict, timeout: float, on_result) -> None:
+        """pullMessageAsync: `on_result` gets the PullResult, or the exception the pull ended with."""
+        self._call_async(addr, RequestCode.PULL_MESSAGE, fields, timeout, lambda r: PullResult(
             r.code, *r.require_ints("nextBeginOffset", "minOffset", "maxOffset", "suggestWhichBrokerId"),
-            r.body, addr), ok=PULL_CODES)
+            r.body, addr), on_result, ok=PULL_CODES)
 
     async def get_consumer_id_list_by_group(self, addr: str, consumer_group: str, timeout: float) -> list[str]:
         return await self._call(addr, RequestCode.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": consumer_group},

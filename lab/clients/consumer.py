@@ -13,11 +13,13 @@ Events: `consumer.rebalance` when a topic's assignment changes, `consumer.consum
 
 from __future__ import annotations
 
+import functools
 import logging
 
 import trio
 
 from lab.message import MessageFormatError, decode_messages, offset_msg_id
+from lab.handover import Handover
 from lab.remoting import Node
 from nameserver.client import RemotingError
 from nameserver.protocol import ResponseCode
@@ -59,6 +61,22 @@ class RemoteBrokerOffsetStore:
         self.offset_table.pop(mq, None)
 
 
+class ProcessQueue:
+    """An assigned queue's pulling (RocketMQ's ProcessQueue and PullRequest): the next offset, the
+    cancel scope of the queue's task, and whether the queue was taken away — a reply that lands
+    after that is ignored. The pull callbacks hand trouble over to the task through `handover`."""
+
+    def __init__(self, next_offset: int):
+        self.next_offset = next_offset
+        self.scope = trio.CancelScope()
+        self.dropped = False
+        self.handover = Handover()
+
+    def drop(self) -> None:
+        self.dropped = True
+        self.scope.cancel()
+
+
 class Consumer:
     def __init__(self, node: Node, instance: MQClientInstance, topics: list[str]):
         self.node = node
@@ -72,7 +90,7 @@ class Consumer:
         sub_version = int(node.now() * 1000)
         self.sub_versions = {topic: sub_version for topic in topics}
         self.topic_subscribe_info_table: dict[str, list[MessageQueue]] = {}
-        self.process_queue_table: dict[MessageQueue, trio.CancelScope] = {}  # one pull loop each
+        self.process_queue_table: dict[MessageQueue, ProcessQueue] = {}
         self.pull_from_which_node_table: dict[MessageQueue, int] = {}
         self.offset_store = RemoteBrokerOffsetStore()
         self.consumed = 0
@@ -88,8 +106,8 @@ class Consumer:
     async def shutdown(self) -> None:
         """Stop pulling, persist every offset, leave the group (its brokers tell the others)."""
         self.instance.consumers.remove(self)
-        for scope in self.process_queue_table.values():
-            scope.cancel()
+        for pq in self.process_queue_table.values():
+            pq.drop()
         await self.persist_consumer_offset()
         self.process_queue_table.clear()
         await self.instance.unregister_client(None, self.consumer_group)
@@ -136,7 +154,7 @@ class Consumer:
     async def update_process_queue_table(self, topic: str, allocated: list[MessageQueue]) -> bool:
         changed = False
         for mq in [mq for mq in self.process_queue_table if mq.topic == topic and mq not in allocated]:
-            self.process_queue_table.pop(mq).cancel()
+            self.process_queue_table.pop(mq).drop()
             await self.persist(mq)  # so the next owner starts where this one stopped
             self.offset_store.remove_offset(mq)
             changed = True
@@ -147,8 +165,8 @@ class Consumer:
             next_offset = await self.compute_pull_from_where(mq)
             if next_offset < 0:
                 continue  # no offset now: the next rebalance tries again
-            scope = self.process_queue_table[mq] = trio.CancelScope()
-            self.instance.nursery.start_soon(self._pull_loop, mq, next_offset, scope)
+            pq = self.process_queue_table[mq] = ProcessQueue(next_offset)
+            self.instance.nursery.start_soon(self._pull_loop, mq, pq)
             changed = True
         return changed
 
@@ -204,50 +222,78 @@ class Consumer:
 
     # --- pulling --------------------------------------------------------------------------------------
 
-    async def _pull_loop(self, mq: MessageQueue, offset: int, scope: trio.CancelScope) -> None:
+    async def _pull_loop(self, mq: MessageQueue, pq: ProcessQueue) -> None:
+        """The queue's pulls. Each is sent from the callback of the one before (PullCallback, then
+        executePullRequestImmediately), so a message wakes no task; this task takes over for what
+        must wait: a route refresh or a connect before a pull, the pause after a failed one, an
+        offset out of range."""
         delay = self.config.pullTimeDelayMillsWhenException
-        with scope:
-            while True:
-                try:
-                    result = await self._pull_kernel_impl(mq, offset)
-                except (RemotingError, MQClientError, MQBrokerError) as e:
-                    log.info("%s: pull %s failed: %s", self.instance.client_id, mq, e)
-                    await trio.sleep(delay)
-                    continue
-                if scope.cancel_called:
-                    return  # the queue went to another member while the pull was out
-                self.pull_from_which_node_table[mq] = result.suggest_which_broker_id
-                if result.code == ResponseCode.SUCCESS:
+        with pq.scope:
+            try:
+                while True:
+                    found = await self.instance.find_broker_address_in_subscribe(
+                        mq, self.pull_from_which_node_table.get(mq, MASTER_ID), False)
                     try:
-                        self._consume(mq, result)
-                    except MessageFormatError as e:
-                        log.warning("%s: undecodable pull body from %s: %s", self.instance.client_id, mq, e)
+                        if found is None:
+                            raise MQClientError(f"The broker[{mq.broker_name}] not exist")
+                        await self.instance.api.connect(found.broker_addr)
+                        self._pull(mq, pq)
+                        trouble = await pq.handover.take()
+                    except (RemotingError, MQClientError) as e:
+                        trouble = e
+                    if isinstance(trouble, PullResult):  # PULL_OFFSET_MOVED
+                        await self._offset_moved(mq, pq, trouble.next_begin_offset)
+                        return
+                    if trouble is not None:
+                        log.log(logging.WARNING if isinstance(trouble, MessageFormatError) else logging.INFO,
+                                "%s: pull %s failed: %s", self.instance.client_id, mq, trouble)
                         await trio.sleep(delay)
-                        continue
-                elif result.code == ResponseCode.PULL_OFFSET_MOVED:
-                    await self._offset_moved(mq, offset, result.next_begin_offset, scope)
-                    return
-                # Everything below nextBeginOffset is consumed (or filtered out): that is the offset.
-                offset = result.next_begin_offset
-                self.offset_store.update_offset(mq, offset, increase_only=True)
+            finally:
+                pq.dropped = True
 
-    async def _pull_kernel_impl(self, mq: MessageQueue, offset: int) -> PullResult:
-        broker_id = self.pull_from_which_node_table.get(mq, MASTER_ID)
-        found = self.instance.route_cache.find_broker_address_in_subscribe(mq.broker_name, broker_id, False)
-        if found is None:  # not in the cache: refresh the route first
-            found = await self.instance.find_broker_address_in_subscribe(mq, broker_id, False)
-        if found is None:
-            raise MQClientError(f"The broker[{mq.broker_name}] not exist")
+    def _pull(self, mq: MessageQueue, pq: ProcessQueue) -> None:
+        """pullKernelImpl, asynchronous, from the broker the last reply suggested; what cannot be
+        sent at once (the broker unknown or not connected) goes back to the queue's task."""
+        found = self.instance.route_cache.find_broker_address_in_subscribe(
+            mq.broker_name, self.pull_from_which_node_table.get(mq, MASTER_ID), False)
+        if found is None or not self.instance.channels.is_connected(found.broker_addr):
+            pq.handover.give(None)
+            return
         commit_offset = self.offset_store.read_offset(mq)
         # A slave does not store consumer offsets: the commit rides along to masters only.
         commit = FLAG_COMMIT_OFFSET if commit_offset > 0 and not found.slave else 0
-        return await self.instance.api.pull_message(found.broker_addr, {
-            "consumerGroup": self.consumer_group, "topic": mq.topic, "queueId": mq.queue_id,
-            "queueOffset": offset, "maxMsgNums": self.config.pullBatchSize,
-            "sysFlag": FLAG_SUSPEND | commit, "commitOffset": commit_offset,
-            "suspendTimeoutMillis": round(self.config.brokerSuspendMaxTimeMillis * 1000),
-            "subVersion": self.sub_versions[mq.topic], "expressionType": "TAG", "bname": mq.broker_name,
-        }, CONSUMER_TIMEOUT_WHEN_SUSPEND)
+        try:
+            self.instance.api.pull_message_async(found.broker_addr, {
+                "consumerGroup": self.consumer_group, "topic": mq.topic, "queueId": mq.queue_id,
+                "queueOffset": pq.next_offset, "maxMsgNums": self.config.pullBatchSize,
+                "sysFlag": FLAG_SUSPEND | commit, "commitOffset": commit_offset,
+                "suspendTimeoutMillis": round(self.config.brokerSuspendMaxTimeMillis * 1000),
+                "subVersion": self.sub_versions[mq.topic], "expressionType": "TAG", "bname": mq.broker_name,
+            }, CONSUMER_TIMEOUT_WHEN_SUSPEND, functools.partial(self._on_pulled, mq, pq))
+        except RemotingError as e:
+            pq.handover.give(e)
+
+    def _on_pulled(self, mq: MessageQueue, pq: ProcessQueue, result: PullResult | Exception) -> None:
+        """PullCallback: consume what came, move the offset on, pull again."""
+        if pq.dropped:
+            return  # the queue went to another member while the pull was out
+        if isinstance(result, Exception):
+            pq.handover.give(result)
+            return
+        self.pull_from_which_node_table[mq] = result.suggest_which_broker_id
+        if result.code == ResponseCode.SUCCESS:
+            try:
+                self._consume(mq, result)
+            except MessageFormatError as e:
+                pq.handover.give(e)  # the same offset again, after the pause
+                return
+        elif result.code == ResponseCode.PULL_OFFSET_MOVED:
+            pq.handover.give(result)
+            return
+        # Everything below nextBeginOffset is consumed (or filtered out): that is the offset.
+        pq.next_offset = result.next_begin_offset
+        self.offset_store.update_offset(mq, pq.next_offset, increase_only=True)
+        self._pull(mq, pq)
 
     def _consume(self, mq: MessageQueue, result: PullResult) -> None:
         """Hand every message on: here, to the event log."""
@@ -257,14 +303,13 @@ class Consumer:
                            queue=mq.queue_id, offset=msg.queue_offset, broker_addr=result.broker_addr)
             self.consumed += 1
 
-    async def _offset_moved(self, mq: MessageQueue, offset: int, next_begin_offset: int,
-                            scope: trio.CancelScope) -> None:
+    async def _offset_moved(self, mq: MessageQueue, pq: ProcessQueue, next_begin_offset: int) -> None:
         """OFFSET_ILLEGAL: after a pause, take the broker's offset, persist it and drop the queue;
         the next rebalance picks it up again from there."""
         self.node.emit("consumer.offset_moved", topic=mq.topic, broker=mq.broker_name, queue=mq.queue_id,
-                       offset=offset, next_offset=next_begin_offset)
+                       offset=pq.next_offset, next_offset=next_begin_offset)
         await trio.sleep(OFFSET_MOVED_DELAY)
         self.offset_store.update_offset(mq, next_begin_offset, increase_only=False)
         await self.persist(mq)
-        if self.process_queue_table.get(mq) is scope:
+        if self.process_queue_table.get(mq) is pq:
             del self.process_queue_table[mq]
