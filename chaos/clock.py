@@ -120,12 +120,20 @@ class _TimerTask:
                 await trio.sleep_forever()
 
 
+_timer_task: trio.lowlevel.RunVar[_TimerTask] = trio.lowlevel.RunVar("chaos.clock.timer_task")
+
+
 def timer_source() -> Callable[[float, Callback], list]:
-    """`call_at` for the running trio loop: the VirtualClock's own timers, else a timer task."""
+    """`call_at` for the running trio loop: the VirtualClock's own timers, else the run's timer task."""
     clock = trio.lowlevel.current_clock()
     if isinstance(clock, VirtualClock):
         return clock.timers.call_at
-    return _TimerTask().call_at
+    try:
+        task = _timer_task.get()
+    except LookupError:
+        task = _TimerTask()
+        _timer_task.set(task)
+    return task.call_at
 
 
 async def sleep_until(when: float) -> None:

@@ -136,7 +136,7 @@ class MQClientAPI:
         return _read_reply(response, code, addr, read, ok)
 
     def _call_async(self, addr: str, code: int, fields: dict, timeout: float, read, on_result, *,
-                    ok: tuple[int, ...] = (ResponseCode.SUCCESS,)) -> None:
+                    body: bytes | None = None, ok: tuple[int, ...] = (ResponseCode.SUCCESS,)) -> None:
         """_call as invokeAsync, on an open channel: `on_result` gets what _call would return, or
         the exception it would raise — in trio's loop, so it must not block. A failure to send at
         all (no open channel) raises RemotingError here."""
@@ -149,7 +149,7 @@ class MQClientAPI:
                 result = e
             on_result(result)
 
-        self.channels.invoke_async(addr, request(code, fields), timeout, on_reply)
+        self.channels.invoke_async(addr, request(code, fields, body), timeout, on_reply)
 
     async def invoke_oneway(self, addr: str, code: int, fields: dict) -> None:
         await self.connect(addr)
@@ -164,18 +164,19 @@ class MQClientAPI:
 
     # --- broker: producer -------------------------------------------------------------------------
 
-    async def send_message(self, addr: str, mq: MessageQueue, producer_group: str, body: bytes,
-                           properties: str, born_timestamp: int, msg_id: str, timeout: float) -> SendResult:
-        """SEND_MESSAGE_V2 with its short keys."""
+    def send_message_async(self, addr: str, mq: MessageQueue, producer_group: str, body: bytes,
+                           properties: str, born_timestamp: int, msg_id: str, timeout: float, on_result) -> None:
+        """SEND_MESSAGE_V2 with its short keys, as invokeAsync: `on_result` gets the SendResult, or
+        the exception the send ended with."""
         fields = {
             "a": producer_group, "b": mq.topic, "c": DEFAULT_TOPIC, "d": DEFAULT_TOPIC_QUEUE_NUMS,
             "e": mq.queue_id, "f": 0, "g": born_timestamp, "h": 0, "i": properties, "j": 0,
             "k": False, "m": False, "n": mq.broker_name,
         }
-        return await self._call(addr, RequestCode.SEND_MESSAGE_V2, fields, timeout, lambda r: SendResult(
+        self._call_async(addr, RequestCode.SEND_MESSAGE_V2, fields, timeout, lambda r: SendResult(
             SEND_STATUS[r.code], msg_id, r.require("msgId"),
             MessageQueue(mq.topic, mq.broker_name, r.require_int("queueId")), r.require_int("queueOffset")),
-            body=body, ok=SEND_CODES)
+            on_result, body=body, ok=SEND_CODES)
 
     # --- broker: consumer -------------------------------------------------------------------------
 

@@ -11,6 +11,7 @@ message given up.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import struct
 from collections.abc import Callable
@@ -18,10 +19,11 @@ from dataclasses import dataclass
 
 import trio
 
-from chaos.clock import sleep_until
+from chaos.clock import Timers, timer_source
+from lab.handover import Handover
 from lab.message import encode_properties
 from lab.remoting import Node
-from nameserver.client import RemotingError
+from nameserver.client import RemotingError, RemotingTimeoutError
 from nameserver.routes import TopicRouteData
 
 from .api import SendResult
@@ -83,18 +85,17 @@ class Producer:
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         """Start, then send to the topics in turn at `rate` messages per second until cancelled.
-        A send that blocks (a 3 s timeout) delays the ones after it; they do not bunch up after."""
+        A send that blocks (a 3 s timeout) delays the ones after it; they do not bunch up after.
+        The sends follow one another in timer and reply callbacks; this task does what must wait."""
         await self.start()
         task_status.started()
-        interval = 1.0 / self.config.rate
-        next_send = trio.current_time()
-        for i in itertools.count():
-            try:
-                await self.send(self.topics[i % len(self.topics)], self.payload(i))
-            except (MQClientError, MQBrokerError):
-                pass  # already counted and in the event log
-            next_send = max(next_send + interval, trio.current_time())
-            await sleep_until(next_send)
+        handover = Handover()
+        loop = _RateLoop(self, handover)
+        try:
+            loop.send_next()
+            await _drive(handover)
+        finally:
+            loop.stop()
 
     async def shutdown(self) -> None:
         self.instance.producers.remove(self)
@@ -123,64 +124,17 @@ class Producer:
     # --- send ---------------------------------------------------------------------------------------
 
     async def send(self, topic: str, body: bytes) -> SendResult:
-        now = self.node.now
-        begin_first = now()
-        msg_id = self.id_setter.create_uniq_id(begin_first)
-        properties = encode_properties({"UNIQ_KEY": msg_id, "WAIT": "true"})
+        """sendDefaultImpl, synchronous: the SendResult, or MQClientError / MQBrokerError."""
+        handover = Handover()
+        sending = _Sending(self, topic, body, handover, lambda outcome: handover.give(("done", outcome)))
         try:
-            info = self.topic_publish_info_table.get(topic)
-            if info is None or not info.ok():
-                info = await self.try_to_find_topic_publish_info(topic)
-        except MQClientError as e:
-            self._failed(msg_id, topic, 0, str(e))
-            raise
-        timeout = self.config.sendMsgTimeout
-        mq: MessageQueue | None = None
-        brokers_sent: list[str] = []
-        exception: Exception | None = None
-        for times in range(1 + self.config.retryTimesWhenSendFailed):
-            mq = self.mq_fault_strategy.select_one_message_queue(
-                info, self.send_which_queue, mq.broker_name if mq else None, now())
-            begin = now()
-            left = remaining_budget(begin_first, begin, timeout)
-            if left <= 0:
-                self._failed(msg_id, topic, times, "sendDefaultImpl call timeout")
-                raise MQClientError("sendDefaultImpl call timeout") from exception
-            brokers_sent.append(mq.broker_name)
-            if times:
-                self.stats.retried += 1
-            try:
-                result = await self._send_kernel_impl(mq, body, properties, msg_id, begin, left)
-            except (RemotingError, MQClientError, MQBrokerError) as e:
-                end = now()
-                # A broker's answer is a latency; anything else isolates the broker (600 s ban).
-                self.mq_fault_strategy.update_fault_item(mq.broker_name, (end - begin) * 1000,
-                                                         not isinstance(e, MQBrokerError), end)
-                self._attempt(msg_id, mq, times, error_name(e), end - begin)
-                exception = e
-                if is_retryable(e):
-                    continue
-                break
-            end = now()
-            self.mq_fault_strategy.update_fault_item(mq.broker_name, (end - begin) * 1000, False, end)
-            self._attempt(msg_id, mq, times, "ok", end - begin)
-            self.node.emit("producer.ack", msg_id=msg_id, topic=topic, broker=mq.broker_name,
-                           queue=result.message_queue.queue_id, queue_offset=result.queue_offset,
-                           status=result.send_status)
-            self.stats.ok += 1
-            return result
-        error = (f"Send [{len(brokers_sent)}] times, still failed, cost [{(now() - begin_first) * 1000:.0f}]ms, "
-                 f"Topic: {topic}, BrokersSent: {brokers_sent}: {exception}")
-        self._failed(msg_id, topic, len(brokers_sent), error)
-        raise MQClientError(error) from exception
-
-    async def _send_kernel_impl(self, mq: MessageQueue, body: bytes, properties: str, msg_id: str,
-                                begin: float, timeout: float) -> SendResult:
-        addr = self.instance.route_cache.find_broker_address_in_publish(mq.broker_name)
-        if addr is None:
-            raise MQClientError(f"The broker[{mq.broker_name}] not exist")
-        return await self.instance.api.send_message(addr, mq, self.producer_group, body, properties,
-                                                    int(begin * 1000), msg_id, timeout)
+            sending.start()
+            outcome = await _drive(handover)
+        finally:
+            sending.abandoned = True
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
 
     def _attempt(self, msg_id: str, mq: MessageQueue, times: int, result: str | int, latency: float) -> None:
         self.node.emit("producer.send", msg_id=msg_id, topic=mq.topic, broker=mq.broker_name,
@@ -189,3 +143,170 @@ class Producer:
     def _failed(self, msg_id: str, topic: str, attempts: int, error: str) -> None:
         self.node.emit("producer.failed", msg_id=msg_id, topic=topic, attempts=attempts, error=error)
         self.stats.failed += 1
+
+
+async def _drive(handover: Handover) -> object:
+    """Do the waits a send hands over (a route asked of the NameServer, a connect) until it hands
+    over its outcome."""
+    while True:
+        kind, value = await handover.take()
+        if kind == "done":
+            return value
+        await value()
+
+
+class _Sending:
+    """One message through sendDefaultImpl: an attempt, and after a retryable failure the next, on
+    another broker, while the sendMsgTimeout budget lasts. Each attempt goes out from the callback
+    of the one before (or the caller); what must wait is handed over to the task driving the send:
+    ("wait", an async function that goes on with the send), or ("done", the outcome) through
+    `on_done`."""
+
+    def __init__(self, producer: Producer, topic: str, body: bytes, handover: Handover,
+                 on_done: Callable[[SendResult | Exception], None]):
+        self.producer, self.topic, self.body = producer, topic, body
+        self.handover, self.on_done = handover, on_done
+        self.begin_first = producer.node.now()
+        self.msg_id = producer.id_setter.create_uniq_id(self.begin_first)
+        self.properties = encode_properties({"UNIQ_KEY": self.msg_id, "WAIT": "true"})
+        self.info: TopicPublishInfo | None = None
+        self.times = 0  # attempts made before this one
+        self.mq: MessageQueue | None = None
+        self.begin = 0.0  # when this attempt started
+        self.brokers_sent: list[str] = []
+        self.exception: Exception | None = None  # the last attempt's
+        self.abandoned = False  # its task is gone: a reply still on its way is dropped
+
+    def start(self) -> None:
+        info = self.producer.topic_publish_info_table.get(self.topic)
+        if info is None or not info.ok():
+            self.handover.give(("wait", self._find_route))
+        else:
+            self.info = info
+            self._attempt()
+
+    async def _find_route(self) -> None:
+        try:
+            self.info = await self.producer.try_to_find_topic_publish_info(self.topic)
+        except MQClientError as e:
+            self.producer._failed(self.msg_id, self.topic, 0, str(e))
+            self.on_done(e)
+            return
+        self._attempt()
+
+    def _attempt(self) -> None:
+        p = self.producer
+        if self.times > p.config.retryTimesWhenSendFailed:
+            self._give_up()
+            return
+        now = p.node.now
+        self.mq = mq = p.mq_fault_strategy.select_one_message_queue(
+            self.info, p.send_which_queue, self.mq.broker_name if self.mq else None, now())
+        self.begin = now()
+        left = remaining_budget(self.begin_first, self.begin, p.config.sendMsgTimeout)
+        if left <= 0:
+            p._failed(self.msg_id, self.topic, self.times, "sendDefaultImpl call timeout")
+            self._fail(MQClientError("sendDefaultImpl call timeout"))
+            return
+        self.brokers_sent.append(mq.broker_name)
+        if self.times:
+            p.stats.retried += 1
+        addr = p.instance.route_cache.find_broker_address_in_publish(mq.broker_name)
+        if addr is None:
+            self._attempt_failed(MQClientError(f"The broker[{mq.broker_name}] not exist"))
+        elif p.instance.channels.is_connected(addr):
+            self._send(addr, left)
+        else:
+            self.handover.give(("wait", functools.partial(self._connect_and_send, addr, left)))
+
+    async def _connect_and_send(self, addr: str, timeout: float) -> None:
+        begin = trio.current_time()
+        try:
+            await self.producer.instance.api.connect(addr)
+            left = timeout - (trio.current_time() - begin)  # the connect counts against the attempt
+            if left <= 0:
+                raise RemotingTimeoutError(f"invokeSync call timeout: connecting to {addr} took the whole {timeout:g} s")
+        except RemotingError as e:
+            self._attempt_failed(e)
+            return
+        self._send(addr, left)
+
+    def _send(self, addr: str, timeout: float) -> None:
+        p = self.producer
+        try:
+            p.instance.api.send_message_async(addr, self.mq, p.producer_group, self.body, self.properties,
+                                              int(self.begin * 1000), self.msg_id, timeout, self._on_reply)
+        except RemotingError as e:
+            self._attempt_failed(e)
+
+    def _on_reply(self, result: SendResult | Exception) -> None:
+        if self.abandoned:
+            return
+        if isinstance(result, Exception):
+            self._attempt_failed(result)
+            return
+        p, mq = self.producer, self.mq
+        end = p.node.now()
+        p.mq_fault_strategy.update_fault_item(mq.broker_name, (end - self.begin) * 1000, False, end)
+        p._attempt(self.msg_id, mq, self.times, "ok", end - self.begin)
+        p.node.emit("producer.ack", msg_id=self.msg_id, topic=self.topic, broker=mq.broker_name,
+                    queue=result.message_queue.queue_id, queue_offset=result.queue_offset,
+                    status=result.send_status)
+        p.stats.ok += 1
+        self.on_done(result)
+
+    def _attempt_failed(self, error: Exception) -> None:
+        p, mq = self.producer, self.mq
+        end = p.node.now()
+        # A broker's answer is a latency; anything else isolates the broker (600 s ban).
+        p.mq_fault_strategy.update_fault_item(mq.broker_name, (end - self.begin) * 1000,
+                                              not isinstance(error, MQBrokerError), end)
+        p._attempt(self.msg_id, mq, self.times, error_name(error), end - self.begin)
+        self.exception = error
+        if is_retryable(error):
+            self.times += 1
+            self._attempt()
+        else:
+            self._give_up()
+
+    def _give_up(self) -> None:
+        p = self.producer
+        error = (f"Send [{len(self.brokers_sent)}] times, still failed, cost "
+                 f"[{(p.node.now() - self.begin_first) * 1000:.0f}]ms, Topic: {self.topic}, "
+                 f"BrokersSent: {self.brokers_sent}: {self.exception}")
+        p._failed(self.msg_id, self.topic, len(self.brokers_sent), error)
+        self._fail(MQClientError(error))
+
+    def _fail(self, error: Exception) -> None:
+        error.__cause__ = self.exception
+        self.on_done(error)
+
+
+class _RateLoop:
+    """run()'s sends: each the moment the one before is done and its interval has passed, by a
+    timer — no task wakes for a message."""
+
+    def __init__(self, producer: Producer, handover: Handover):
+        self.producer, self.handover = producer, handover
+        self.interval = 1.0 / producer.config.rate
+        self.call_at = timer_source()
+        self.next_send = producer.node.now()
+        self.count = itertools.count()
+        self.sending: _Sending | None = None
+        self.timer: list | None = None
+
+    def send_next(self) -> None:
+        p, i = self.producer, next(self.count)
+        self.sending = _Sending(p, p.topics[i % len(p.topics)], p.payload(i), self.handover, self._sent)
+        self.sending.start()
+
+    def _sent(self, outcome: SendResult | Exception) -> None:
+        # A failed send is already counted and in the event log.
+        self.next_send = max(self.next_send + self.interval, self.producer.node.now())
+        self.timer = self.call_at(self.next_send, self.send_next)
+
+    def stop(self) -> None:
+        if self.sending is not None:
+            self.sending.abandoned = True
+        if self.timer is not None:
+            Timers.cancel(self.timer)
