@@ -266,6 +266,9 @@ class Cluster:
         for role in ("producer", "consumer", "broker", "nameserver"):
             for handle in self._handles(role):
                 await self.supervisor.stop(handle.name)
+        for store in self.stores.values():
+            if isinstance(store, MessageStore):
+                store.close()  # every write was flushed already; this releases the files
 
     def _on_node_start(self, handle: NodeHandle) -> None:
         self.events.emit(handle.name, "node.start", role=handle.role, address=handle.address,

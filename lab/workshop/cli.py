@@ -6,10 +6,14 @@ import argparse
 import shutil
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from . import check as checking
-from .course import COURSE, Exercise, get
-from .override import WorkshopError
+# The course, the checker and the override (they load the scenarios) are imported by the commands:
+# `nslab` builds this parser at every start.
+if TYPE_CHECKING:
+    from .course import Exercise
+
+DEFAULT_DIR = Path("workshop")  # check.DEFAULT_DIR, not imported from there for the reason above
 
 
 def add_commands(sub) -> None:
@@ -26,7 +30,7 @@ def add_commands(sub) -> None:
 
     start = cmds.add_parser("start", help="copy a building exercise's starter into your working directory")
     start.add_argument("number", type=int)
-    start.add_argument("--dir", type=Path, default=checking.DEFAULT_DIR, help="default: ./%(default)s")
+    start.add_argument("--dir", type=Path, default=DEFAULT_DIR, help="default: ./%(default)s")
     start.add_argument("--force", action="store_true", help="overwrite your copy")
     start.set_defaults(run=_guarded(run_start))
 
@@ -45,7 +49,7 @@ def add_commands(sub) -> None:
 def _whose_work(parser: argparse.ArgumentParser):
     """N, and whose function: yours (DIR/NN-name.py or --file) or the reference --solution."""
     parser.add_argument("number", type=int)
-    parser.add_argument("--dir", type=Path, default=checking.DEFAULT_DIR, help="default: ./%(default)s")
+    parser.add_argument("--dir", type=Path, default=DEFAULT_DIR, help="default: ./%(default)s")
     which = parser.add_mutually_exclusive_group()
     which.add_argument("--file", type=Path, help="your file (default: DIR/NN-name.py)")
     which.add_argument("--solution", action="store_true", help="the reference solution instead")
@@ -56,6 +60,9 @@ def _guarded(command):
     """The exercise looked up once; a learner's mistake (a bad number, no file yet, a file that does
     not load) is a message and exit 2, never a traceback."""
     def run(args: argparse.Namespace) -> int:
+        from .course import get
+        from .override import WorkshopError
+
         try:
             return command(get(args.number), args)
         except (LookupError, WorkshopError) as e:
@@ -65,12 +72,16 @@ def _guarded(command):
 
 
 def run_list(args: argparse.Namespace) -> int:
+    from .course import COURSE
+
     for ex in COURSE:
         print(f"{ex.number:>2}  {ex.kind:<5}  {ex.title}  [{ex.scenario_path.stem}]")
     return 0
 
 
 def run_show(ex: Exercise, args: argparse.Namespace) -> int:
+    from . import check as checking
+
     print(f"# Exercise {ex.number} ({ex.kind}): {ex.title}\n")
     print(ex.text("brief").rstrip())
     print(f"\nScenario: {ex.scenario_path}")
@@ -88,6 +99,8 @@ def run_show(ex: Exercise, args: argparse.Namespace) -> int:
 
 
 def run_start(ex: Exercise, args: argparse.Namespace) -> int:
+    from . import check as checking
+
     if ex.kind == "watch":
         print(f"exercise {ex.number} is a watching exercise: nothing to edit — "
               f"`nslab workshop up {ex.number}`, then `nslab workshop check {ex.number} --predict NUMBER`")
@@ -103,6 +116,9 @@ def run_start(ex: Exercise, args: argparse.Namespace) -> int:
 
 
 def run_check(ex: Exercise, args: argparse.Namespace) -> int:
+    from . import check as checking
+    from .override import WorkshopError
+
     if args.predict is not None and ex.kind != "watch":
         raise WorkshopError(f"exercise {ex.number} is a building exercise: no --predict")
     outcome = checking.check(ex, file=args.file, solution=args.solution, prediction=args.predict,
@@ -114,6 +130,8 @@ def run_up(ex: Exercise, args: argparse.Namespace) -> int:
     from lab import scenarios
     from lab.cli import run_tui
     from lab.runner import RunOptions
+
+    from . import check as checking
 
     path = ex.solution if args.solution else args.file or checking.work_file(ex, args.dir)
     if not path.exists():
