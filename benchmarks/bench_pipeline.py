@@ -96,14 +96,17 @@ def bench_sweep(root: Path) -> list[dict]:
 def bench_report(root: Path, results: list[dict]) -> None:
     logs = root / "million"
     logs.mkdir()
-    events = copies = 0
-    while events < REPORT_EVENTS:
+    events = copies = files = 0
+    used: set[str] = set()
+    while events < REPORT_EVENTS:  # the runs in order until a million events, copied if too few
         copies += 1
         for r in results:
+            if events >= REPORT_EVENTS:
+                break
             shutil.copy(r["events_path"], logs / f"copy{copies}-{Path(r['events_path']).name}")
-            events += r["event_count"]
-    files = len(results) * copies
-    title(f"nslab report: {events:,} events in {files} logs ({len(results)} real runs x {copies} copies), "
+            events, files = events + r["event_count"], files + 1
+            used.add(r["events_path"])
+    title(f"nslab report: {events:,} events in {files} logs ({len(used)} real runs x {copies} copies), "
           "a process of its own")
     started, cpu = time.monotonic(), cpu_stat()
     subprocess.run([sys.executable, "-c", REPORT, "report", str(logs), "--out", str(root / "report"), "--json"],

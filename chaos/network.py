@@ -144,6 +144,11 @@ class _SimEnd(trio.abc.Stream):
 
     # --- objects ------------------------------------------------------------------------------
 
+    def call_at(self, when: float, callback: Callable[[], None]) -> None:
+        """A timer on the network's clock, for whoever reads this end (a remoting client's call
+        timeouts): what a stream carrying objects offers besides them."""
+        self.net.call_at(when, callback)
+
     def send_object(self, payload: object, size: Size) -> None:
         """Queue `payload` to the peer; `size` (bytes, or a function giving them, asked only when
         a bandwidth toxic needs it) stands for what it would take on the wire."""

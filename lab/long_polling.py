@@ -4,8 +4,8 @@ As in RocketMQ, a held request is data, not a task of its own: it is answered as
 holds — on a notified arrival for its key, or at its next periodic re-check (RocketMQ re-checks
 every 5 s, or every shortPollingTimeMills without long polling) — or when its timeout is up.
 `answer()` builds the reply and queues it to its connection without blocking, so an arrival
-answers the requests it satisfies there and then, with no task waking; the service's one task
-only keeps the re-checks and timeouts.
+answers the requests it satisfies there and then, with no task waking; the re-checks and timeouts
+run by a timer, set for the earliest of them.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Callable, Hashable
 
 import trio
 
-from chaos.clock import Alarm
+from chaos.clock import timer_source
 
 LONG_POLLING_CHECK_INTERVAL = 5.0  # seconds
 
@@ -39,7 +39,8 @@ class PullRequestHoldService:
         self._held: dict[Hashable, list[HeldRequest]] = {}  # woken by arrivals on their key
         self._checks: list[tuple[float, int, HeldRequest]] = []  # heap: next re-check or timeout
         self._seq = itertools.count()  # ties in the heap go in hold order
-        self._alarm = Alarm()  # the service's wait for its next check
+        self._call_at = None  # the run's timers, once the service runs
+        self._next_check = math.inf  # the earliest check a timer is set for
 
     def hold(self, key: Hashable, has_new: Callable[[], bool], timeout: float,
              answer: Callable[[], None], *, check_interval: float = LONG_POLLING_CHECK_INTERVAL,
@@ -66,26 +67,47 @@ class PullRequestHoldService:
         self._held[key] = waiting
 
     async def run(self) -> None:
-        """Re-check held requests when their time comes; answer those ready or timed out."""
-        while True:
-            now = trio.current_time()
-            while self._checks and self._checks[0][0] <= now:
-                request = heapq.heappop(self._checks)[2]
-                if request.done:
-                    continue
-                if request.has_new() or now >= request.deadline:
-                    self._release(request)
-                    self._answer(request)
-                else:
-                    self._schedule_check(request, now)
-            while self._checks and self._checks[0][2].done:
-                heapq.heappop(self._checks)  # answered on an arrival: no check to wake for
-            await self._alarm.sleep_until(self._checks[0][0] if self._checks else math.inf)
+        """Re-check held requests when their time comes, by a timer (no task wakes for it); answer
+        those ready or timed out. Until cancelled (the broker stops): then the timers do nothing."""
+        self._call_at = timer_source()
+        self._next_check = math.inf
+        try:
+            self._arm()
+            await trio.sleep_forever()
+        finally:
+            self._call_at = None
+
+    def _check(self) -> None:
+        if self._call_at is None:
+            return  # the service stopped
+        now = self._now()
+        if now < self._next_check:
+            return  # a timer set before an earlier one, which took over
+        self._next_check = -math.inf  # no timer set while checking: one for the next, after
+        while self._checks and self._checks[0][0] <= now:
+            request = heapq.heappop(self._checks)[2]
+            if request.done:
+                continue
+            if request.has_new() or now >= request.deadline:
+                self._release(request)
+                self._answer(request)
+            else:
+                self._schedule_check(request, now)
+        self._next_check = math.inf
+        self._arm()
+
+    def _arm(self) -> None:
+        while self._checks and self._checks[0][2].done:
+            heapq.heappop(self._checks)  # answered on an arrival: no check to wake for
+        if self._checks and self._call_at is not None and self._checks[0][0] < self._next_check:
+            self._next_check = self._checks[0][0]
+            self._call_at(self._next_check, self._check)
 
     def _schedule_check(self, request: HeldRequest, now: float) -> None:
         wake_at = min(request.deadline, now + request.check_interval)
         heapq.heappush(self._checks, (wake_at, next(self._seq), request))
-        self._alarm.bring_forward(wake_at)  # an earlier check than the service may wait for
+        if wake_at < self._next_check:
+            self._arm()
 
     @staticmethod
     def _answer(request: HeldRequest) -> None:

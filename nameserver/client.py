@@ -81,8 +81,12 @@ class RemotingClient:
         self._opaques = opaques if opaques is not None else itertools.count()
         self._pending: dict[int, ResponseFuture] = {}
         self._on_request = on_request  # server-initiated requests (e.g. NOTIFY_CONSUMER_IDS_CHANGED)
-        self._expiry: trio.CancelScope | None = None  # the reader's wait, up to the earliest deadline
-        self._expiry_deadline = -math.inf  # its deadline, read here for every call (trio's property is slower)
+        # Calls time out by the stream's own timers when it has them (the simulated network's:
+        # a timer costs a heap entry where a cancel scope's deadline costs a Cancelled exception),
+        # else by the reader's cancel scope, whose deadline is the earliest call's.
+        self._call_at = getattr(stream, "call_at", None)
+        self._expiry: trio.CancelScope | None = None
+        self._expiry_deadline = -math.inf  # the earliest deadline armed; -inf: none may be (not reading)
         self.closed_reason: str | None = None
         self._now = trio.lowlevel.current_clock().current_time  # trio.current_time, in one call
 
@@ -97,7 +101,7 @@ class RemotingClient:
         request.opaque = opaque = self._next_opaque()
         future = self._pending[opaque] = ResponseFuture(request.code, timeout, self._now() + timeout)
         if future.deadline < self._expiry_deadline:
-            self._expiry_deadline = self._expiry.deadline = future.deadline
+            self._arm(future.deadline)
         try:
             await self._send(request)
             reply = await future.wait()
@@ -119,7 +123,7 @@ class RemotingClient:
         request.opaque = opaque = self._next_opaque()
         future = self._pending[opaque] = ResponseFuture(request.code, timeout, self._now() + timeout, callback)
         if future.deadline < self._expiry_deadline:
-            self._expiry_deadline = self._expiry.deadline = future.deadline
+            self._arm(future.deadline)
         # A send that fails is the reader's business: the connection's end fails every pending call.
         self.connection.send_soon(request, nursery)
 
@@ -146,6 +150,10 @@ class RemotingClient:
         deadline passes first fails with RemotingTimeoutError."""
         reason = None
         try:
+            if self._call_at is not None:
+                self._expiry_deadline = math.inf
+                self._arm(min((f.deadline for f in self._pending.values()), default=math.inf))
+                reason = await self.connection.serve(self._dispatch)
             while reason is None:
                 deadline = min((f.deadline for f in self._pending.values()), default=math.inf)
                 with trio.CancelScope(deadline=deadline) as self._expiry:
@@ -160,6 +168,22 @@ class RemotingClient:
                 future.put(RemotingError(f"connection closed: {self.closed_reason}"))
             self._pending.clear()
             await self.connection.aclose()
+
+    def _arm(self, deadline: float) -> None:
+        """Make sure the calls are looked at by `deadline`."""
+        self._expiry_deadline = deadline
+        if self._call_at is None:
+            self._expiry.deadline = deadline
+        elif deadline < math.inf:
+            self._call_at(deadline, self._on_expiry_timer)
+
+    def _on_expiry_timer(self) -> None:
+        now = self._now()
+        if now < self._expiry_deadline:
+            return  # a timer armed before an earlier one: that one took over
+        self._expire(now)
+        if self._expiry_deadline != -math.inf:  # still reading
+            self._arm(min((f.deadline for f in self._pending.values()), default=math.inf))
 
     def _expire(self, now: float) -> None:
         for opaque, future in list(self._pending.items()):
