@@ -3,7 +3,7 @@
 import pytest
 import trio
 
-from chaos.clock import Alarm, Timers, VirtualClock, sleep_until
+from chaos.clock import Timers, VirtualClock, sleep_until
 from chaos.links import Links, Toxic
 from chaos.network import SimNetwork
 
@@ -91,25 +91,3 @@ def test_sleep_until_on_another_clock_is_trios():
         return True
 
     assert trio.run(main)
-
-
-@pytest.mark.parametrize("clock", [VirtualClock, None], ids=["virtual", "real"])
-def test_an_alarm_wakes_at_its_time_or_earlier_when_brought_forward(clock):
-    async def main():
-        alarm, start = Alarm(), trio.current_time()
-        await alarm.sleep_until(start + 0.05)
-        first = trio.current_time() - start
-
-        async def bring_forward():
-            await trio.sleep(0.01)
-            alarm.bring_forward(trio.current_time() + 0.02)
-            alarm.bring_forward(trio.current_time() + 5)  # later: no effect
-
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(bring_forward)
-            begin = trio.current_time()
-            await alarm.sleep_until(begin + 10)
-        return first, trio.current_time() - begin
-
-    first, second = trio.run(main, **({"clock": clock()} if clock else {}))
-    assert first == pytest.approx(0.05, abs=0.02) and second == pytest.approx(0.03, abs=0.02)
