@@ -154,9 +154,13 @@ class _SimEnd(trio.abc.Stream):
         a bandwidth toxic needs it) stands for what it would take on the wire."""
         if self._closed:
             raise trio.ClosedResourceError("connection closed")
-        if self._broken or self.peer is None or self.peer._closed:
+        peer = self.peer
+        if self._broken or peer is None or peer._closed:
             raise trio.BrokenResourceError("connection reset")
-        self.peer._enqueue(payload, size)
+        in_flight = peer._in_flight  # peer._enqueue, inline: every message passes here
+        in_flight.append((self.net.now(), payload, size))
+        if len(in_flight) == 1:
+            peer._plan_head()
 
     def set_receiver(self, on_object: Callable[[object], None],
                      on_end: Callable[[Exception | None], None]) -> None:

@@ -254,10 +254,10 @@ class Broker:
             await trio.aclose_forcefully(stream)
 
     async def _serve_channel(self, channel: ClientChannel) -> None:
-        await channel.connection.serve(functools.partial(self._process, channel=channel))
+        await channel.connection.serve(functools.partial(self._process, channel))
         channel.close()  # and with it every request still held
 
-    def _process(self, req: RemotingCommand, channel: ClientChannel) -> RemotingCommand | None:
+    def _process(self, channel: ClientChannel, req: RemotingCommand) -> RemotingCommand | None:
         if req.is_response:  # to a notification of ours: nothing waits for it
             return None
         processor = self._processors.get(req.code)
