@@ -106,7 +106,7 @@ def bench_report(root: Path, results: list[dict]) -> None:
             shutil.copy(r["events_path"], logs / f"copy{copies}-{Path(r['events_path']).name}")
             events, files = events + r["event_count"], files + 1
             used.add(r["events_path"])
-    title(f"nslab report: {events:,} events in {files} logs ({len(used)} real runs x {copies} copies), "
+    title(f"nslab report: {events:,} events in {files} logs ({len(used)} real runs, each at most {copies} times), "
           "a process of its own")
     started, cpu = time.monotonic(), cpu_stat()
     subprocess.run([sys.executable, "-c", REPORT, "report", str(logs), "--out", str(root / "report"), "--json"],
