@@ -121,7 +121,9 @@ class ChannelTable:
         client.invoke_async(request, timeout, on_reply, self.nursery)
 
     async def invoke_oneway(self, address: str, request: RemotingCommand) -> None:
-        client = await self._get(address)
+        client = self._clients.get(address)
+        if client is None or client.closed_reason is not None:
+            client = await self._get(address)
         try:
             await client.invoke_oneway(request)
         except RemotingError:

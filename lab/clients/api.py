@@ -152,7 +152,8 @@ class MQClientAPI:
         self.channels.invoke_async(addr, request(code, fields, body), timeout, on_reply)
 
     async def invoke_oneway(self, addr: str, code: int, fields: dict) -> None:
-        await self.connect(addr)
+        if not self.channels.is_connected(addr):
+            await self.connect(addr)
         await self.channels.invoke_oneway(addr, request(code, fields, oneway=True))
 
     # --- NameServer -------------------------------------------------------------------------------
@@ -171,7 +172,7 @@ class MQClientAPI:
         fields = {
             "a": producer_group, "b": mq.topic, "c": DEFAULT_TOPIC, "d": DEFAULT_TOPIC_QUEUE_NUMS,
             "e": mq.queue_id, "f": 0, "g": born_timestamp, "h": 0, "i": properties, "j": 0,
-            "k": False, "m": False, "n": mq.broker_name,
+            "k": "false", "m": "false", "n": mq.broker_name,
         }
         self._call_async(addr, RequestCode.SEND_MESSAGE_V2, fields, timeout, lambda r: SendResult(
             SEND_STATUS[r.code], msg_id, r.require("msgId"),

@@ -174,7 +174,9 @@ class Consumer:
 
     async def _offset_broker(self, mq: MessageQueue) -> str:
         """Offsets belong to the master; with it gone (after a route refresh) any broker of the name."""
-        found = await self.instance.find_broker_address_in_subscribe(mq, MASTER_ID, True)
+        found = self.instance.route_cache.find_broker_address_in_subscribe(mq.broker_name, MASTER_ID, True)
+        if found is None:  # not in the cache: refresh the route first
+            found = await self.instance.find_broker_address_in_subscribe(mq, MASTER_ID, True)
         if found is None:
             raise MQClientError(f"The broker[{mq.broker_name}] not exist")
         return found.broker_addr
