@@ -3,8 +3,9 @@ RemoteBrokerOffsetStore — 4.9.8), consuming every message as it arrives.
 
 The group splits each topic's queues (rebalance.allocate_averagely over the consumer ids one broker
 reports) every rebalanceInterval and whenever a broker says the group changed. Each assigned queue
-has one pull loop: long polling, from the broker id the last reply suggested, from a slave when
-the master is gone. Offsets live in memory and go to the broker oneway every
+is pulled one long-polled request after another, each sent from the callback of the reply before
+(PullCallback), from the broker id that reply suggested, from a slave when the master is gone; the
+queue's task steps in only to wait. Offsets live in memory and go to the broker oneway every
 persistConsumerOffsetInterval, and when a queue moves to another member.
 
 Events: `consumer.rebalance` when a topic's assignment changes, `consumer.consume` per message,
