@@ -12,6 +12,7 @@ from textual import events, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.css.query import NoMatches
 from textual.driver import Driver
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Input, TabbedContent, TabPane
@@ -164,9 +165,12 @@ class LabApp(App):
         if source.error is not None:
             self.exit(return_code=1, message=f"the lab stopped: {source.error!r}")
             return
-        self.status_bar.show(source, self.note)
-        self.nameservers.show(source.model)
-        self.bottom_views[self.bottom.active].show(source.model)
+        try:
+            self.status_bar.show(source, self.note)
+            self.nameservers.show(source.model)
+            self.bottom_views[self.bottom.active].show(source.model)
+        except NoMatches:  # a view's parts not mounted yet, or already gone as the app closes
+            pass
 
     def check_action(self, action: str, parameters: tuple) -> bool | None:
         if isinstance(self.screen, ModalScreen):  # a dialog or help is open: its keys only
