@@ -157,10 +157,7 @@ class _SimEnd(trio.abc.Stream):
         peer = self.peer
         if self._broken or peer is None or peer._closed:
             raise trio.BrokenResourceError("connection reset")
-        in_flight = peer._in_flight  # peer._enqueue, inline: every message passes here
-        in_flight.append((self.net.now(), payload, size))
-        if len(in_flight) == 1:
-            peer._plan_head()
+        peer._enqueue(payload, size)
 
     def set_receiver(self, on_object: Callable[[object], None],
                      on_end: Callable[[Exception | None], None]) -> None:

@@ -365,7 +365,7 @@ class Broker:
         return config
 
     def _put(self, msg: MessageExt) -> PutMessageResult:
-        msg.store_host, msg.store_timestamp = self.address, int(self.node.now() * 1000)
+        msg.store_host, msg.store_timestamp = self.address, now_ms()
         result = self.store.put(msg)  # written (and flushed) before anyone replies
         self.hold_service.notify_message_arriving((msg.topic, msg.queue_id))
         self.hold_service.notify_message_arriving(COMMIT_LOG)

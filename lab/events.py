@@ -45,7 +45,7 @@ class EventLog:
         return self._clock() - self._origin
 
     def emit(self, node: str, kind: str, **fields) -> dict:
-        record = {"t": round(self._clock() - self._origin, 6), "node": node, "kind": kind, **fields}
+        record = {"t": round(self.now(), 6), "node": node, "kind": kind, **fields}
         self._packer.pack(record)
         self.count += 1
         self._unflushed += 1

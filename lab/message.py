@@ -146,7 +146,7 @@ def decode_records(data: bytes) -> list[tuple[MessageExt, bytes]]:
 
 
 class RecordIndex(NamedTuple):
-    """What a store indexes a record by, read without decoding the message."""
+    """A stored record and what a store indexes it by, read without decoding the message."""
     topic: str
     queue_id: int
     queue_offset: int

@@ -20,7 +20,7 @@ from typing import BinaryIO, NamedTuple
 
 import msgpack
 
-from .message import MessageExt, decode_messages, encode_message, index_records, offset_msg_id
+from .message import MessageExt, RecordIndex, decode_messages, encode_message, index_records, offset_msg_id
 
 
 class PutMessageResult(NamedTuple):
@@ -29,17 +29,11 @@ class PutMessageResult(NamedTuple):
     commit_log_offset: int
 
 
-class _Record(NamedTuple):
-    physical_offset: int
-    store_timestamp: int  # ms
-    data: bytes  # the encoded commit-log record
-
-
 class MessageStore:
     def __init__(self, path: str | Path | None = None):
-        self._commit_log: list[_Record] = []
+        self._commit_log: list[RecordIndex] = []
         self._physical_offsets: list[int] = []  # parallel to _commit_log, for bisect
-        self._consume_queues: dict[tuple[str, int], list[_Record]] = {}
+        self._consume_queues: dict[tuple[str, int], list[RecordIndex]] = {}
         self.max_physical_offset = 0  # where the next record goes
         self.consumer_offsets: dict[tuple[str, str, int], int] = {}  # (group, topic, queueId)
         self.consumer_offsets_version = 0  # bumped on every change; a slave syncs by it
@@ -56,7 +50,8 @@ class MessageStore:
         """Append a message: its queue offset and physical offset are assigned here."""
         msg.queue_offset = len(self._consume_queues.get((msg.topic, msg.queue_id), ()))
         msg.commit_log_offset = self.max_physical_offset
-        self._append(_Record(msg.commit_log_offset, msg.store_timestamp, encode_message(msg)), msg.topic, msg.queue_id)
+        self._append(RecordIndex(msg.topic, msg.queue_id, msg.queue_offset, msg.commit_log_offset,
+                                 msg.store_timestamp, encode_message(msg)))
         return PutMessageResult(offset_msg_id(msg.store_host, msg.commit_log_offset),
                                 msg.queue_offset, msg.commit_log_offset)
 
@@ -70,19 +65,18 @@ class MessageStore:
                 raise ValueError(
                     f"replica record at {r.commit_log_offset} (queue offset {r.queue_offset}) does "
                     f"not continue this log at {self.max_physical_offset} (queue offset {queue_len})")
-            # The master's bytes as they are: a replica is a copy.
-            self._append(_Record(r.commit_log_offset, r.store_timestamp, r.data), r.topic, r.queue_id)
+            self._append(r)  # the master's bytes as they are: a replica is a copy
         return len(records)
 
-    def _append(self, record: _Record, topic: str, queue_id: int) -> None:
+    def _append(self, record: RecordIndex) -> None:
         self._write({"m": record.data})
-        self._index(record, topic, queue_id)
+        self._index(record)
 
-    def _index(self, record: _Record, topic: str, queue_id: int) -> None:
+    def _index(self, record: RecordIndex) -> None:
         self._commit_log.append(record)
-        self._physical_offsets.append(record.physical_offset)
-        self._consume_queues.setdefault((topic, queue_id), []).append(record)
-        self.max_physical_offset = record.physical_offset + len(record.data)
+        self._physical_offsets.append(record.commit_log_offset)
+        self._consume_queues.setdefault((record.topic, record.queue_id), []).append(record)
+        self.max_physical_offset = record.commit_log_offset + len(record.data)
 
     def commit_offset(self, group: str, topic: str, queue_id: int, offset: int) -> None:
         key = (group, topic, queue_id)
@@ -127,7 +121,7 @@ class MessageStore:
     def _replay_one(self, record: dict) -> None:
         if "m" in record:
             (r,) = index_records(record["m"])
-            self._index(_Record(r.commit_log_offset, r.store_timestamp, r.data), r.topic, r.queue_id)
+            self._index(r)
         else:
             group, topic, queue_id, offset = record["o"]
             self._set_offset((group, topic, queue_id), offset)

@@ -98,10 +98,7 @@ class RemotingClient:
         if timeout <= 0:
             await trio.lowlevel.checkpoint()
             raise RemotingTimeoutError(f"no reply to request {request.code} within {timeout:g} s")
-        request.opaque = opaque = self._next_opaque()
-        future = self._pending[opaque] = ResponseFuture(request.code, timeout, self._now() + timeout)
-        if future.deadline < self._expiry_deadline:
-            self._arm(future.deadline)
+        future = self._register(request, timeout)
         try:
             await self._send(request)
             reply = await future.wait()
@@ -109,7 +106,7 @@ class RemotingClient:
                 raise reply
             return reply
         finally:
-            self._pending.pop(opaque, None)
+            self._pending.pop(request.opaque, None)
 
     def invoke_async(self, request: RemotingCommand, timeout: float, callback: ReplyCallback,
                      nursery: trio.Nursery) -> None:
@@ -120,12 +117,17 @@ class RemotingClient:
         connection is already closed."""
         if self.closed_reason is not None:
             raise RemotingError(f"connection closed: {self.closed_reason}")
-        request.opaque = opaque = self._next_opaque()
-        future = self._pending[opaque] = ResponseFuture(request.code, timeout, self._now() + timeout, callback)
-        if future.deadline < self._expiry_deadline:
-            self._arm(future.deadline)
+        self._register(request, timeout, callback)
         # A send that fails is the reader's business: the connection's end fails every pending call.
         self.connection.send_soon(request, nursery)
+
+    def _register(self, request: RemotingCommand, timeout: float, callback: ReplyCallback | None = None) -> ResponseFuture:
+        """Number the request and wait for its reply, due `timeout` from now."""
+        request.opaque = self._next_opaque()
+        future = self._pending[request.opaque] = ResponseFuture(request.code, timeout, self._now() + timeout, callback)
+        if future.deadline < self._expiry_deadline:
+            self._arm(future.deadline)
+        return future
 
     async def invoke_oneway(self, request: RemotingCommand) -> None:
         request.opaque = self._next_opaque()
@@ -135,13 +137,8 @@ class RemotingClient:
     async def _send(self, command: RemotingCommand) -> None:
         if self.closed_reason is not None:
             raise RemotingError(f"connection closed: {self.closed_reason}")
-        connection = self.connection
         try:
-            if connection.objects:  # Connection.send, inline: every call passes here
-                await trio.lowlevel.checkpoint_if_cancelled()
-                connection.send_nowait(command)
-            else:
-                await connection.send(command)
+            await self.connection.send(command)
         except (trio.BrokenResourceError, trio.ClosedResourceError) as e:
             raise RemotingError(f"send failed: {e}") from None
 
@@ -152,10 +149,10 @@ class RemotingClient:
         try:
             if self._call_at is not None:
                 self._expiry_deadline = math.inf
-                self._arm(min((f.deadline for f in self._pending.values()), default=math.inf))
+                self._arm(self._earliest_deadline())
                 reason = await self.connection.serve(self._dispatch)
             while reason is None:
-                deadline = min((f.deadline for f in self._pending.values()), default=math.inf)
+                deadline = self._earliest_deadline()
                 with trio.CancelScope(deadline=deadline) as self._expiry:
                     self._expiry_deadline = deadline
                     reason = await self.connection.serve(self._dispatch)
@@ -183,7 +180,10 @@ class RemotingClient:
             return  # a timer armed before an earlier one: that one took over
         self._expire(now)
         if self._expiry_deadline != -math.inf:  # still reading
-            self._arm(min((f.deadline for f in self._pending.values()), default=math.inf))
+            self._arm(self._earliest_deadline())
+
+    def _earliest_deadline(self) -> float:
+        return min((f.deadline for f in self._pending.values()), default=math.inf)
 
     def _expire(self, now: float) -> None:
         for opaque, future in list(self._pending.items()):

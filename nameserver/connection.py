@@ -43,11 +43,9 @@ class Connection:
 
     # --- in ---------------------------------------------------------------------------------------
 
-    def _commands(self, payload) -> list[RemotingCommand]:
-        if type(payload) is RemotingCommand:
-            return [payload]
+    def _decode(self, data: bytes) -> list[RemotingCommand]:
         self._peer_writes_bytes = True
-        commands = self.decoder.feed(payload)
+        commands = self.decoder.feed(data)
         if self.decoder.error is not None:
             log.warning("closing connection from %s: %s", remote_address(self.stream), self.decoder.error)
             self.end_reason = f"decode error: {self.decoder.error}"
@@ -67,7 +65,7 @@ class Connection:
                 if not data:
                     self.end_reason = "closed by peer"
                     break
-                replies = [encode(reply) for reply in map(handle, self._commands(data)) if reply is not None]
+                replies = [encode(reply) for reply in map(handle, self._decode(data)) if reply is not None]
                 if replies:
                     await self._send_bytes(b"".join(replies) if len(replies) > 1 else replies[0])
         except (trio.BrokenResourceError, trio.ClosedResourceError) as e:
@@ -78,7 +76,7 @@ class Connection:
         ended = trio.Event()
 
         def on_object(payload) -> None:
-            for command in (payload,) if type(payload) is RemotingCommand else self._commands(payload):
+            for command in (payload,) if type(payload) is RemotingCommand else self._decode(payload):
                 reply = handle(command)
                 if reply is not None:
                     try:

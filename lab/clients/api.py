@@ -30,7 +30,7 @@ SEND_STATUS = {  # broker codes that still store the message
     ResponseCode.FLUSH_SLAVE_TIMEOUT: "FLUSH_SLAVE_TIMEOUT",
     ResponseCode.SLAVE_NOT_AVAILABLE: "SLAVE_NOT_AVAILABLE",
 }
-SEND_CODES = tuple(SEND_STATUS)
+SEND_REPLY_CODES = tuple(SEND_STATUS)
 PULL_CODES = (ResponseCode.SUCCESS, ResponseCode.PULL_NOT_FOUND, ResponseCode.PULL_RETRY_IMMEDIATELY,
               ResponseCode.PULL_OFFSET_MOVED)
 
@@ -114,18 +114,23 @@ class MQClientAPI:
                 return addr
             raise RemotingConnectError(f"cannot reach any NameServer of {self.namesrv.addr_list}")
 
+    async def connect_within(self, addr: str | None, timeout: float) -> tuple[str, float]:
+        """Open the channel to `addr` (None: the chosen NameServer) as a call with `timeout` does:
+        the address, and what the connect left of the timeout."""
+        begin = trio.current_time()
+        if addr is None:
+            addr = await self._namesrv_channel()
+        else:
+            await self.connect(addr)
+        left = timeout - (trio.current_time() - begin)
+        if left <= 0:
+            raise RemotingTimeoutError(f"invokeSync call timeout: connecting to {addr} took the whole {timeout:g} s")
+        return addr, left
+
     async def invoke(self, addr: str | None, command: RemotingCommand, timeout: float) -> RemotingCommand:
         """addr None: the chosen NameServer."""
         if addr is None or not self.channels.is_connected(addr):
-            begin = trio.current_time()
-            if addr is None:
-                addr = await self._namesrv_channel()
-            else:
-                await self.connect(addr)
-            left = timeout - (trio.current_time() - begin)
-            if left <= 0:
-                raise RemotingTimeoutError(f"invokeSync call timeout: connecting to {addr} took the whole {timeout:g} s")
-            timeout = left
+            addr, timeout = await self.connect_within(addr, timeout)
         return await self.channels.invoke(addr, command, timeout)
 
     async def _call(self, addr: str | None, code: int, fields: dict | None, timeout: float, read=None, *,
@@ -177,7 +182,7 @@ class MQClientAPI:
         self._call_async(addr, RequestCode.SEND_MESSAGE_V2, fields, timeout, lambda r: SendResult(
             SEND_STATUS[r.code], msg_id, r.require("msgId"),
             MessageQueue(mq.topic, mq.broker_name, r.require_int("queueId")), r.require_int("queueOffset")),
-            on_result, body=body, ok=SEND_CODES)
+            on_result, body=body, ok=SEND_REPLY_CODES)
 
     # --- broker: consumer -------------------------------------------------------------------------
 

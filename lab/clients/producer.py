@@ -23,7 +23,7 @@ from chaos.clock import Timers, timer_source
 from lab.handover import Handover
 from lab.message import encode_properties
 from lab.remoting import Node
-from nameserver.client import RemotingError, RemotingTimeoutError
+from nameserver.client import RemotingError
 from nameserver.routes import TopicRouteData
 
 from .api import SendResult
@@ -220,12 +220,8 @@ class _Sending:
             self.handover.give(("wait", functools.partial(self._connect_and_send, addr, left)))
 
     async def _connect_and_send(self, addr: str, timeout: float) -> None:
-        begin = trio.current_time()
-        try:
-            await self.producer.instance.api.connect(addr)
-            left = timeout - (trio.current_time() - begin)  # the connect counts against the attempt
-            if left <= 0:
-                raise RemotingTimeoutError(f"invokeSync call timeout: connecting to {addr} took the whole {timeout:g} s")
+        try:  # the connect counts against the attempt
+            addr, left = await self.producer.instance.api.connect_within(addr, timeout)
         except RemotingError as e:
             self._attempt_failed(e)
             return
