@@ -10,9 +10,11 @@ and trio's scheduler made deterministic the way pytest-trio and Hypothesis do it
 
 from __future__ import annotations
 
+import gc
 import math
 import random
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Awaitable, Callable
@@ -110,7 +112,24 @@ async def run_cluster(config: LabConfig, options: RunOptions, *,
         events.close()
 
 
+@contextmanager
+def collector_tuned_for_a_run():
+    """A run allocates many short-lived objects, while what exists when it starts (modules, the
+    configuration) outlives it. Frozen, the old objects are not scanned again and again, and a larger
+    first generation is collected less often: a simulated run takes a few per cent less. Undone after,
+    for the next run in the same process (a sweep's worker runs many)."""
+    thresholds = gc.get_threshold()
+    gc.freeze()
+    gc.set_threshold(50_000, 20, 20)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*thresholds)
+        gc.unfreeze()
+
+
 def run(config: LabConfig, options: RunOptions, **kwargs) -> RunResult:
     if options.sim:
         deterministic_scheduling(options.seed)
-    return trio.run(lambda: run_cluster(config, options, **kwargs), clock=make_clock(options))
+    with collector_tuned_for_a_run():
+        return trio.run(lambda: run_cluster(config, options, **kwargs), clock=make_clock(options))
