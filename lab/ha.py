@@ -7,18 +7,20 @@ link: nslab's request code HA_TRANSFER, msgpack bodies both ways.
 
     request   {"offset": slave's max physical offset,
                "offsetsVersion": the master's consumer-offset version the slave last took,
+               "syncOffsets": whether the slave wants consumer offsets now (every 10 s at most),
                "dataVersion": the master's topic-table version the slave last took}
     reply     code 0, {"commitLog": whole records from that offset (up to 32 KiB),
                        "masterMaxOffset": int,
                        "consumerOffsets": {"version": int, "table": [[group, topic, queueId, offset], ...]}
-                                           only when the slave's version is old: the offsets set
-                                           since that version (all of them if it has none),
+                                           only when asked for and the slave's version is old: the
+                                           offsets set since that version (all if it has none),
                        "topicConfig": {"dataVersion": [...], "topicConfigTable": {...}} only when it is old}
 
 A slave that is up to date is held by the master until data arrives or haSendHeartbeatInterval has
 passed, so records reach the slave as they are written and an idle slave still reports every
-interval; changed consumer offsets ride along with that reply rather than ending the hold. A slave
-whose offset is beyond the master's log gets code 1: the logs diverged.
+interval. Consumer offsets ride along with a reply at most every 10 s, the period of RocketMQ's
+SlaveSynchronize, rather than ending the hold: a slave's offsets lag its master's by up to that, as
+in RocketMQ. A slave whose offset is beyond the master's log gets code 1: the logs diverged.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from .topic_config import TopicConfigManager
 HA_TRANSFER = 0x4D48  # nslab's own request code ('MH'), far from RocketMQ's
 HA_TRANSFER_BATCH_SIZE = 32 * 1024  # haTransferBatchSize
 HA_HOUSEKEEPING_INTERVAL = 20.0  # seconds: a slave silent this long is gone (haHousekeepingInterval)
+OFFSETS_SYNC_INTERVAL = 10.0  # seconds between a slave's consumer-offset syncs (SlaveSynchronize.syncAll)
 COMMIT_LOG = "commit-log"  # the hold key a master's HA transfers wait on
 
 # (hold key, ready, timeout, reply): the broker answers with reply() once ready() or at the timeout
@@ -73,7 +76,7 @@ class HAService:
                                 f"commit log ({self.store.max_physical_offset}): the logs diverged")
 
         def offsets_stale() -> bool:
-            return state.get("offsetsVersion") != self.store.consumer_offsets_version
+            return state.get("syncOffsets", True) and state.get("offsetsVersion") != self.store.consumer_offsets_version
 
         def topics_stale() -> bool:
             return state.get("dataVersion") != list(self.topics.data_version)
@@ -91,9 +94,8 @@ class HAService:
             return req.response(ResponseCode.SUCCESS, body=msgpack.packb(body))
 
         # Only new records wake a held slave; offsets and topics ride along with the next reply
-        # (RocketMQ syncs them every 10 s) — a topic table the slave lacks is sent at once. Consumer
-        # offsets change with nearly every pull, so answering for them alone would double the
-        # round trips per message.
+        # — a topic table the slave lacks is sent at once. Consumer offsets change with nearly every
+        # pull, so answering for them alone would double the round trips per message.
         reply_when(COMMIT_LOG, lambda: self.store.max_physical_offset > offset or topics_stale(),
                    self.heartbeat_interval, reply)
         return None
@@ -114,6 +116,7 @@ class HAClient:
         # stand in for the master's: on a virtual clock two fresh brokers have equal versions.
         self._offsets_version: int | None = None
         self._topics_version: list[int] | None = None
+        self._next_offsets_sync = -math.inf  # when the slave next asks for consumer offsets
         self._handover: Handover | None = None  # the chain of transfers running now, if any
         self._trouble: str | None = None  # the last failure reported, until a transfer succeeds
 
@@ -143,7 +146,7 @@ class HAClient:
 
     def _transfer(self, master: str, handover: Handover) -> None:
         state = {"offset": self.store.max_physical_offset, "offsetsVersion": self._offsets_version,
-                 "dataVersion": self._topics_version}
+                 "syncOffsets": trio.current_time() >= self._next_offsets_sync, "dataVersion": self._topics_version}
         try:
             self.channels.invoke_async(master, request(HA_TRANSFER, body=msgpack.packb(state)),
                                        self.heartbeat_interval + HA_HOUSEKEEPING_INTERVAL,
@@ -177,6 +180,7 @@ class HAClient:
             for group, topic, queue_id, offset in offsets["table"]:
                 self.store.commit_offset(group, topic, queue_id, offset)
             self._offsets_version = offsets["version"]
+            self._next_offsets_sync = trio.current_time() + OFFSETS_SYNC_INTERVAL
         topics = data.get("topicConfig")
         if topics is not None:
             table = {n: topic_config_from_wire(n, tc) for n, tc in topics["topicConfigTable"].items()}

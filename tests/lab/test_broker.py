@@ -362,7 +362,9 @@ async def test_a_slave_replicates_its_master_and_serves_reads_after_the_master_i
     assert route(sim, "127.0.0.1:9876").broker_datas[0].broker_addrs == {0: master.address, 1: slave.address}
     offset = {"consumerGroup": "cg", "topic": TOPIC, "queueId": 0}
     await sim.call(master.address, RequestCode.UPDATE_CONSUMER_OFFSET, {**offset, "commitOffset": 2})
-    await trio.sleep(5)  # consumer offsets follow within a heartbeat interval
+    await trio.sleep(5)
+    assert (await sim.call(slave.address, RequestCode.QUERY_CONSUMER_OFFSET, offset)).ext_fields == {"offset": "0"}
+    await trio.sleep(10)  # consumer offsets follow every 10 s (SlaveSynchronize), with the next transfer
     assert (await sim.call(slave.address, RequestCode.QUERY_CONSUMER_OFFSET, offset)).ext_fields == {"offset": "2"}
     from_slave = await sim.pull(slave.address)
     assert bodies_of(from_slave) == [b"m0", b"m1", b"m2"] and from_slave.ext_fields["suggestWhichBrokerId"] == "0"
