@@ -2,10 +2,12 @@
 
 A byte stream (TCP) carries frames: a reader task decodes them and writes the replies. A stream
 that carries objects (the lab's simulated network, chaos/network.py — duck-typed, as nameserver
-knows nothing of chaos) carries the commands themselves, each handed over as its peer would
-decode it (protocol.as_received): no bytes are made, and each arrival is handled where it lands,
-without a task waking for it. That is most of what makes a simulated run fast; the handlers are
-the same plain functions either way.
+knows nothing of chaos) carries the commands themselves: no bytes are made, and each arrival is
+handled where it lands, without a task waking for it. That is most of what makes a simulated run
+fast; the handlers are the same plain functions either way. A command goes over as it is, not a
+copy: RemotingCommand.request() and response() build it as its peer would decode it from its bytes
+(tests/nameserver/test_protocol.py proves that), and once sent it is the peer's — every sender
+builds a new command for each send and no one changes a command sent or received.
 
 A peer that writes bytes on an object stream (a test poking a simulated broker with raw frames)
 is decoded as on TCP and answered in bytes: a connection answers in the form it is spoken to.
@@ -18,7 +20,7 @@ from typing import Callable
 
 import trio
 
-from .protocol import FRAME_MAX_LENGTH, FrameDecoder, RemotingCommand, as_received, encode
+from .protocol import FRAME_MAX_LENGTH, FrameDecoder, RemotingCommand, encode
 
 log = logging.getLogger("nameserver.connection")
 
@@ -104,7 +106,7 @@ class Connection:
             data = encode(command)
             self.stream.send_object(data, len(data))
         else:
-            self.stream.send_object(as_received(command), lambda: len(encode(command)))
+            self.stream.send_object(command, lambda: len(encode(command)))
 
     async def send(self, command: RemotingCommand) -> None:
         if self.objects:

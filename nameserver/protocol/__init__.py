@@ -6,7 +6,7 @@ from .codes import (
     CURRENT_VERSION, FLAG_ONEWAY, FLAG_RESPONSE, LANGUAGES, RequestCode, ResponseCode, SerializeType,
 )
 from .command import HeaderError, RemotingCommand
-from .frames import FRAME_MAX_LENGTH, FrameDecoder, as_received, encode
+from .frames import FRAME_MAX_LENGTH, FrameDecoder, encode
 from .headers import ProtocolError
 
 
@@ -18,5 +18,5 @@ def crc32(data: bytes) -> int:
 __all__ = [
     "CURRENT_VERSION", "FLAG_ONEWAY", "FLAG_RESPONSE", "FRAME_MAX_LENGTH", "FrameDecoder",
     "HeaderError", "LANGUAGES", "ProtocolError", "RemotingCommand", "RequestCode", "ResponseCode",
-    "SerializeType", "as_received", "crc32", "encode",
+    "SerializeType", "crc32", "encode",
 ]

@@ -39,10 +39,11 @@ class RemotingCommand:
         version: int = CURRENT_VERSION,
         opaque: int = 0,
     ) -> RemotingCommand:
-        # Positional, in the fields' order: every request is built here.
+        # Positional, in the fields' order: every request is built here. Built as its peer decodes
+        # it from the wire (extFields strings, no empty body): a simulated network hands it over whole.
         return cls(code, opaque, FLAG_ONEWAY if oneway else 0,
                    stringify_fields(ext_fields) if ext_fields is not None else None,
-                   None, body, LANGUAGE, version, serialize_type)
+                   None, body or None, LANGUAGE, version, serialize_type)
 
     def response(
         self,
@@ -58,7 +59,7 @@ class RemotingCommand:
         return RemotingCommand(
             code, self.opaque, FLAG_RESPONSE,
             stringify_fields(ext_fields) if ext_fields is not None else None,
-            remark, body, LANGUAGE, CURRENT_VERSION, self.serialize_type,
+            remark, body or None, LANGUAGE, CURRENT_VERSION, self.serialize_type,
         )
 
     @property

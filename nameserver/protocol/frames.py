@@ -9,7 +9,7 @@ from __future__ import annotations
 import struct
 
 from .command import RemotingCommand
-from .headers import ProtocolError, decode_header, encode_header, normalise_ext
+from .headers import ProtocolError, decode_header, encode_header
 
 # Netty's LengthFieldBasedFrameDecoder limit: the whole frame, length prefix included.
 FRAME_MAX_LENGTH = 16 * 1024 * 1024
@@ -24,16 +24,6 @@ def encode(cmd: RemotingCommand) -> bytes:
     body = cmd.body or b""
     prefix = _PREFIX.pack(4 + len(header) + len(body), (int(cmd.serialize_type) << 24) | len(header))
     return b"".join((prefix, header, body))
-
-
-def as_received(cmd: RemotingCommand) -> RemotingCommand:
-    """The command its peer would decode from encode(cmd), without the bytes: for a network that
-    carries commands whole (the lab's simulated one). A copy, so the sender may reuse its own; the
-    fields normalised as decoding does (extFields all strings, an empty body None)."""
-    ext = cmd.ext_fields
-    return RemotingCommand(cmd.code, cmd.opaque, cmd.flag, normalise_ext(dict(ext)) if ext is not None else None,
-                           cmd.remark, bytes(cmd.body) if cmd.body else None, cmd.language, cmd.version,
-                           cmd.serialize_type)
 
 
 class FrameDecoder:
