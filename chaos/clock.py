@@ -81,20 +81,27 @@ class VirtualClock(trio.abc.Clock):
         # trio asks only when no task is runnable: nothing happens before the earlier of the two.
         # Timers that wake no task (a request a server answers in its callback) are run one
         # after another here, rather than each costing trio a pass of its loop; trio gets control
-        # back once a task is runnable or its own next deadline is due.
+        # back once a task is runnable or its own next deadline is due. (Timers.run_due, inline:
+        # this loop turns once per simulated moment.)
         runner = self._runner
         if runner is None:  # a clock serves one run: its runner, once
             runner = self._runner = _runner()
+        heap = self.timers._heap
         for _ in range(MAX_TIMER_ROUNDS):
-            due = min(deadline, self.timers.next_due())
+            due = heap[0][0] if heap and heap[0][0] < deadline else deadline
             if due == math.inf:
                 return 86400.0  # nothing will ever happen but outside I/O (a signal)
-            self._now = max(self._now, due)
-            self.timers.run_due(self._now)
+            if due > self._now:
+                self._now = due
+            now = self._now
+            while heap and heap[0][0] <= now:
+                callback = heapq.heappop(heap)[2]
+                if callback is not None:
+                    callback()
             if runner is None or runner.runq:
                 break
             deadline = runner.deadlines.next_deadline()  # a callback may have set an earlier one
-            if deadline <= self._now:
+            if deadline <= now:
                 break
         return 0.0
 
