@@ -2,8 +2,8 @@
 # make test  — prepare .venv and run the whole suite
 # make bench — run the benchmarks and print their figures
 # The interpreter .venv is made from: the distribution's python3.11 first, when it can make a venv.
-# Debian's and Ubuntu's are built with PGO and LTO and run a simulated lab about a fifth faster than
-# a plain source build (pyenv's default, say): benchmarks/bench_cluster_sim.py shows it. Then the
+# Debian's and Ubuntu's are built with PGO and LTO and ran a simulated lab 13-20 % faster than a
+# plain source build (pyenv's default) here: bench_cluster_sim.py's command, timed on both. Then the
 # first python3.11 on PATH, then python3. `make PYTHON=/path/to/python3.11 ...` chooses another;
 # an existing .venv stays as it is until `make clean`.
 PYTHON ?= $(shell for p in /usr/bin/python3.11 "$$(command -v python3.11)" "$$(command -v python3)"; do \

@@ -57,14 +57,18 @@ class ChannelTable:
         self._connecting: dict[str, trio.Event] = {}
         self._opaques = itertools.count()
 
-    def is_connected(self, address: str) -> bool:
+    def _open(self, address: str) -> RemotingClient | None:
+        """The open channel to `address`, if there is one."""
         client = self._clients.get(address)
-        return client is not None and client.closed_reason is None
+        return client if client is not None and client.closed_reason is None else None
+
+    def is_connected(self, address: str) -> bool:
+        return self._open(address) is not None
 
     async def _get(self, address: str) -> RemotingClient:
         while True:
-            client = self._clients.get(address)
-            if client is not None and client.closed_reason is None:
+            client = self._open(address)
+            if client is not None:
                 return client
             pending = self._connecting.get(address)
             if pending is None:
@@ -95,8 +99,8 @@ class ChannelTable:
 
     async def invoke(self, address: str, request: RemotingCommand, timeout: float) -> RemotingCommand:
         """Call `address`, connecting first if needed; the connect counts against `timeout`."""
-        client = self._clients.get(address)
-        if client is None or client.closed_reason is not None:
+        client = self._open(address)  # without _get's await when open, as nearly every call is
+        if client is None:
             deadline = trio.current_time() + timeout
             client = await self._get(address)
             timeout = max(0.0, deadline - trio.current_time())
@@ -109,8 +113,8 @@ class ChannelTable:
     def invoke_async(self, address: str, request: RemotingCommand, timeout: float, callback: ReplyCallback) -> None:
         """invokeAsync on the open channel to `address` (open it first: `connect`); RemotingError at
         once when there is none. A call that fails closes the channel, as `invoke` does."""
-        client = self._clients.get(address)
-        if client is None or client.closed_reason is not None:
+        client = self._open(address)
+        if client is None:
             raise RemotingError(f"no open channel to {address}")
 
         def on_reply(reply: RemotingCommand | RemotingError) -> None:
@@ -121,9 +125,7 @@ class ChannelTable:
         client.invoke_async(request, timeout, on_reply, self.nursery)
 
     async def invoke_oneway(self, address: str, request: RemotingCommand) -> None:
-        client = self._clients.get(address)
-        if client is None or client.closed_reason is not None:
-            client = await self._get(address)
+        client = self._open(address) or await self._get(address)
         try:
             await client.invoke_oneway(request)
         except RemotingError:
