@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import statistics
 import sys
+import time
 from pathlib import Path
 
 # Run as `python benchmarks/bench_x.py` from anywhere: make the project importable even without
@@ -135,3 +136,15 @@ def other_load_note(other_cores: float, what: str) -> None:
     if other_cores > 0.1:
         print(f"  NOTE: other processes were busy on {what} during the measurement; "
               "these figures are lower than an idle machine gives.")
+
+
+def python_speed_note() -> None:
+    """How fast this machine runs plain Python today. The VM's speed drifts from day to day (the
+    same code and the same callgrind count have run 1.6 s one day and 2.5 s another); this line
+    tells a slow day from a slower program."""
+    def loop() -> float:
+        start = time.perf_counter()
+        sum(i * i for i in range(3_000_000))
+        return time.perf_counter() - start
+    figure("a plain Python loop today (3M squares, best of 3)", 1000 * min(loop() for _ in range(3)), "ms",
+           fmt="{:,.0f}")

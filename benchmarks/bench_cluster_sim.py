@@ -13,7 +13,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import cpu_stat, figure, median, other_load_note, title
+from _common import cpu_stat, figure, median, other_load_note, python_speed_note, title
 
 VIRTUAL_SECONDS = 600
 SEEDS = (1, 2, 3)
@@ -51,6 +51,7 @@ def main() -> None:
     figure("events per wall second (median)", median(rates), "events/s", fmt="{:,.0f}")
     # The run uses one core; whatever else the machine did shows as load beyond that.
     other_load_note(max(0.0, (busy_after - busy_before) / elapsed - 1.0), "this machine's CPUs")
+    python_speed_note()
 
 
 if __name__ == "__main__":
