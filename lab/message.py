@@ -129,17 +129,17 @@ def encode_message(msg: MessageExt) -> bytes:
 
 def decode_messages(data: bytes) -> list[MessageExt]:
     """Every record of a concatenation (a pull body, a stretch of commit log)."""
-    return [msg for msg, _ in decode_records(data)]
+    return _read_records(data, _decode_one)
 
 
-def decode_records(data: bytes) -> list[tuple[MessageExt, bytes]]:
-    """Every record of a concatenation with its own bytes, for whoever stores them as they are."""
+def _read_records(data: bytes, read_one) -> list:
+    """read_one(data, pos) -> (what it read, where the record ends) over every record of `data`;
+    a record cut short or garbled is a MessageFormatError naming its position."""
     records, pos = [], 0
     try:
         while pos < len(data):
-            msg, end = _decode_one(data, pos)
-            records.append((msg, data[pos:end]))
-            pos = end
+            record, pos = read_one(data, pos)  # pos stays the failing record's if read_one raises
+            records.append(record)
     except (struct.error, UnicodeDecodeError, IndexError) as e:
         raise MessageFormatError(f"truncated or garbled record at byte {pos}: {e}") from None
     return records
@@ -156,17 +156,14 @@ class RecordIndex(NamedTuple):
 
 
 def index_records(data: bytes) -> list[RecordIndex]:
-    """decode_records for a replica: every record's framing checked the same way, but only what a
+    """decode_messages for a replica: every record's framing checked the same way, but only what a
     commit log and its consume queues need is read (a slave copies records; it never reads them)."""
-    records, pos = [], 0
-    try:
-        while pos < len(data):
-            head, end, _body, _props_at, topic = _frame(data, pos)
-            records.append(RecordIndex(topic, head[3], head[5], head[6], head[11], data[pos:end]))
-            pos = end
-    except (struct.error, UnicodeDecodeError, IndexError) as e:
-        raise MessageFormatError(f"truncated or garbled record at byte {pos}: {e}") from None
-    return records
+    return _read_records(data, _index_one)
+
+
+def _index_one(data: bytes, pos: int) -> tuple[RecordIndex, int]:
+    head, end, _body, _props_at, topic = _frame(data, pos)
+    return RecordIndex(topic, head[3], head[5], head[6], head[11], data[pos:end]), end
 
 
 def _frame(data: bytes, pos: int) -> tuple[tuple, int, slice, int, str]:

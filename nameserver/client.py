@@ -147,11 +147,11 @@ class RemotingClient:
         deadline passes first fails with RemotingTimeoutError."""
         reason = None
         try:
-            if self._call_at is not None:
+            if self._call_at is not None:  # timers expire the calls: one serve to the end
                 self._expiry_deadline = math.inf
                 self._arm(self._earliest_deadline())
                 reason = await self.connection.serve(self._dispatch)
-            while reason is None:
+            while reason is None:  # else the reader's cancel scope: serve until the earliest deadline
                 deadline = self._earliest_deadline()
                 with trio.CancelScope(deadline=deadline) as self._expiry:
                     self._expiry_deadline = deadline

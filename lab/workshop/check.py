@@ -18,10 +18,9 @@ from lab import scenarios
 from lab.events import read_events
 from lab.runner import RunOptions
 
+from . import DEFAULT_DIR
 from .course import Exercise
 from .override import WorkshopError, load_function, swapped
-
-DEFAULT_DIR = Path("workshop")  # where `start` copies starters, relative to the learner's directory
 
 
 def work_file(exercise: Exercise, directory: Path = DEFAULT_DIR) -> Path:

@@ -8,12 +8,12 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from . import DEFAULT_DIR
+
 # The course, the checker and the override (they load the scenarios) are imported by the commands:
 # `nslab` builds this parser at every start.
 if TYPE_CHECKING:
     from .course import Exercise
-
-DEFAULT_DIR = Path("workshop")  # check.DEFAULT_DIR, not imported from there for the reason above
 
 
 def add_commands(sub) -> None:

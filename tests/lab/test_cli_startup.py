@@ -4,8 +4,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-from lab.workshop import check, cli as workshop_cli
-
 NSLAB = str(Path(sys.executable).with_name("nslab"))
 
 
@@ -15,10 +13,6 @@ def test_the_parser_does_not_load_the_scenarios_or_the_workshop():
             "'lab.workshop.course', 'lab.workshop.override') if m in sys.modules))")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]"
-
-
-def test_the_workshop_parser_defaults_to_the_checkers_directory():
-    assert workshop_cli.DEFAULT_DIR == check.DEFAULT_DIR
 
 
 def test_the_console_script_exits_with_the_commands_code(tmp_path):
