@@ -64,18 +64,18 @@ def now_ms() -> int:
 class ClientChannel:
     """One accepted connection: replies, held pulls and broker-initiated requests go out on it."""
 
-    def __init__(self, stream: trio.abc.Stream, nursery: trio.Nursery):
+    def __init__(self, stream: trio.abc.Stream):
         self.connection = Connection(stream)
         self.remote_addr = remote_address(stream)
-        self.nursery = nursery  # held requests of this connection die with it
+        self.scope = trio.CancelScope()  # cancelled to close the connection
         self.serialize_type = SerializeType.JSON  # of its last heartbeat, for NOTIFY_CONSUMER_IDS_CHANGED
 
     def send_soon(self, command: RemotingCommand) -> None:
-        """For replies sent later than their request: lost if the connection is gone meanwhile."""
-        self.connection.send_soon(command, self.nursery)
+        """For replies sent later than their request: dropped if the connection is gone meanwhile."""
+        self.connection.send_soon(command)
 
     def close(self) -> None:
-        self.nursery.cancel_scope.cancel()
+        self.scope.cancel()
 
     def __repr__(self) -> str:
         return f"<ClientChannel {self.remote_addr}>"
@@ -101,7 +101,7 @@ class Broker:
             topics, auto_create_topic_enable=self.config.autoCreateTopicEnable,
             default_topic_queue_nums=self.config.defaultTopicQueueNums, now_ms=now_ms())
         self.consumer_manager = ConsumerManager()
-        self.hold_service = PullRequestHoldService(node.now)
+        self.hold_service = PullRequestHoldService(node.now, on_error=node.fail)
         self.ha_service = HAService(store, self.topic_config_manager, self.config.haSendHeartbeatInterval)
         self.ha_client: HAClient | None = None
         self.outer_api: BrokerOuterAPI | None = None
@@ -144,6 +144,7 @@ class Broker:
         graceful = False
         try:
             async with trio.open_nursery() as nursery:
+                nursery.start_soon(self.node.crash_on_failure)
                 channels = ChannelTable(self.node, nursery)  # to NameServers and the master
                 self.outer_api = BrokerOuterAPI(self.node, channels, self.namesrv_addrs)
                 listener, self.address = await self.node.network.listen(self.node.name, self.port)
@@ -242,20 +243,20 @@ class Broker:
     # --- connections ------------------------------------------------------------------------------
 
     async def _handle_stream(self, stream: trio.abc.Stream) -> None:
+        channel = ClientChannel(stream)
         try:
-            async with trio.open_nursery() as nursery:
-                channel = ClientChannel(stream, nursery)
-                nursery.start_soon(self._serve_channel, channel)
+            with channel.scope:
+                reason = await channel.connection.serve(functools.partial(self._process, channel))
+                if reason.startswith("internal error"):
+                    self.node.emit("broker.connection_error", remote=channel.remote_addr, error=reason)
         finally:
+            # Whatever the connection held dies with it, and its clients leave their groups.
+            self.hold_service.drop(channel)
             groups = self.consumer_manager.do_channel_close_event(channel)
             if trio.current_effective_deadline() != -math.inf:  # not when the whole broker stops
                 for group in groups:
                     self._consumer_ids_changed(group, "closed")
-            await trio.aclose_forcefully(stream)
-
-    async def _serve_channel(self, channel: ClientChannel) -> None:
-        await channel.connection.serve(functools.partial(self._process, channel))
-        channel.close()  # and with it every request still held
+            await channel.connection.aclose()
 
     def _process(self, channel: ClientChannel, req: RemotingCommand) -> RemotingCommand | None:
         if req.is_response:  # to a notification of ours: nothing waits for it
@@ -288,7 +289,7 @@ class Broker:
                 response = self._error_reply(req, channel, e)
             if not req.is_oneway:
                 channel.send_soon(response)
-        self.hold_service.hold(key, ready, timeout, answer, **hold)
+        self.hold_service.hold(channel, key, ready, timeout, answer, **hold)
 
     # --- send -------------------------------------------------------------------------------------
 

@@ -130,6 +130,7 @@ class Cluster:
         node = self.node(name)
         payload = Bodies(f"{self.seed}:{name}", self.config.producer.messageSize)
         async with trio.open_nursery() as nursery:
+            nursery.start_soon(node.crash_on_failure)
             instance = MQClientInstance(node, self.namesrv_addrs, nursery)
             producer = self.clients[name] = Producer(node, instance, list(self.topology.topics), payload=payload)
             await producer.run(task_status=task_status)
@@ -137,6 +138,7 @@ class Cluster:
     async def _run_consumer(self, name: str, task_status) -> None:
         node = self.node(name)
         async with trio.open_nursery() as nursery:
+            nursery.start_soon(node.crash_on_failure)
             instance = MQClientInstance(node, self.namesrv_addrs, nursery)
             consumer = self.clients[name] = Consumer(node, instance, list(self.topology.topics))
             await consumer.start()

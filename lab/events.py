@@ -28,9 +28,12 @@ class EventLog:
         self._clock = clock
         self._origin = 0.0
         self._file: BinaryIO | None = open(path, "wb") if path else None
-        # Records are packed into the packer's own buffer, which goes to the hash and the file
+        # Records are packed one by one into a buffer, which goes to the hash and the file
         # FLUSH_EVERY records at a time: one write and one hash update per batch, not per record.
-        self._packer = msgpack.Packer(autoreset=False)
+        # (Not into the packer's own buffer: msgpack empties it when a pack fails.) A string a
+        # hostile peer sent may hold lone surrogates: they are written as "\udXXX" text.
+        self._pack = msgpack.Packer(unicode_errors="backslashreplace").pack
+        self._buffer = bytearray()
         self._sha = hashlib.sha256()
         self._unflushed = 0
         self.count = 0
@@ -46,7 +49,10 @@ class EventLog:
 
     def emit(self, node: str, kind: str, **fields) -> dict:
         record = {"t": round(self.now(), 6), "node": node, "kind": kind, **fields}
-        self._packer.pack(record)
+        try:
+            self._buffer += self._pack(record)
+        except (TypeError, ValueError, OverflowError):  # a value msgpack cannot hold, from a peer
+            self._buffer += self._pack(_packable(record))
         self.count += 1
         self._unflushed += 1
         if self._unflushed >= FLUSH_EVERY:
@@ -56,8 +62,8 @@ class EventLog:
         return record
 
     def flush(self) -> None:
-        data = self._packer.bytes()
-        self._packer.reset()
+        data = bytes(self._buffer)
+        self._buffer.clear()
         self._unflushed = 0
         self._sha.update(data)
         if self._file is not None:
@@ -73,6 +79,19 @@ class EventLog:
         if self._file is not None:
             self._file.close()
             self._file = None
+
+
+def _packable(value: object) -> object:
+    """`value` with what msgpack cannot hold (an integer beyond 64 bits, an unknown type) as text."""
+    if isinstance(value, dict):
+        return {_packable(k): _packable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_packable(v) for v in value]
+    if value is None or isinstance(value, (bool, float, str, bytes)):
+        return value
+    if isinstance(value, int) and -2**63 <= value < 2**64:
+        return value
+    return str(value)
 
 
 def read_events(source: str | Path | BinaryIO | bytes) -> Iterator[dict]:

@@ -6,6 +6,9 @@ every 5 s, or every shortPollingTimeMills without long polling) — or when its 
 `answer()` builds the reply and queues it to its connection without blocking, so an arrival
 answers the requests it satisfies there and then, with no task waking; the re-checks and timeouts
 run by a timer, set for the earliest of them.
+
+Every held request has an owner, the connection it came on: when that connection closes, `drop`
+forgets what it held, so nothing waits to answer a connection that is gone.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ LONG_POLLING_CHECK_INTERVAL = 5.0  # seconds
 
 @dataclass(eq=False, slots=True)
 class HeldRequest:
+    owner: Hashable
     key: Hashable
     has_new: Callable[[], bool]
     answer: Callable[[], None]
@@ -34,25 +38,44 @@ class HeldRequest:
 
 
 class PullRequestHoldService:
-    def __init__(self, now: Callable[[], float] = trio.current_time) -> None:
+    def __init__(self, now: Callable[[], float] = trio.current_time, *,
+                 on_error: Callable[[Exception], None]) -> None:
+        """on_error: gets what a request's `has_new` or `answer` raises — they run in timers and in
+        other connections' requests (an arrival), where it must not land."""
         self._now = now
+        self._on_error = on_error
         self._held: dict[Hashable, list[HeldRequest]] = {}  # woken by arrivals on their key
         self._checks: list[tuple[float, int, HeldRequest]] = []  # heap: next re-check or timeout
         self._seq = itertools.count()  # ties in the heap go in hold order
         self._call_at = None  # the run's timers, once the service runs
         self._next_check = math.inf  # the earliest check a timer is set for
+        self._by_owner: dict[Hashable, dict[HeldRequest, None]] = {}  # what each connection holds
 
-    def hold(self, key: Hashable, has_new: Callable[[], bool], timeout: float,
+    @property
+    def held(self) -> int:
+        """How many requests wait now."""
+        return sum(len(requests) for requests in self._by_owner.values())
+
+    def hold(self, owner: Hashable, key: Hashable, has_new: Callable[[], bool], timeout: float,
              answer: Callable[[], None], *, check_interval: float = LONG_POLLING_CHECK_INTERVAL,
              wake_on_arrival: bool = True) -> None:
         now = self._now()
-        request = HeldRequest(key, has_new, answer, now + timeout, check_interval)
-        if has_new() or timeout <= 0:
+        request = HeldRequest(owner, key, has_new, answer, now + timeout, check_interval)
+        if timeout <= 0 or has_new():
             self._answer(request)
             return
+        self._by_owner.setdefault(owner, {})[request] = None
         self._schedule_check(request, now)
         if wake_on_arrival:
             self._held.setdefault(key, []).append(request)
+
+    def drop(self, owner: Hashable) -> int:
+        """Forget every request `owner` holds (its connection closed): none is answered. How many."""
+        requests = self._by_owner.pop(owner, {})
+        for request in requests:
+            request.done = True  # its check in the heap is skipped when it comes due
+            self._release(request)
+        return len(requests)
 
     def notify_message_arriving(self, key: Hashable) -> None:
         held = self._held.get(key)
@@ -60,7 +83,7 @@ class PullRequestHoldService:
             return
         waiting = []
         for request in held:
-            if request.has_new():
+            if self._ready(request):
                 self._answer(request)
             else:
                 waiting.append(request)
@@ -88,7 +111,7 @@ class PullRequestHoldService:
             request = heapq.heappop(self._checks)[2]
             if request.done:
                 continue
-            if request.has_new() or now >= request.deadline:
+            if now >= request.deadline or self._ready(request):
                 self._release(request)
                 self._answer(request)
             else:
@@ -109,10 +132,24 @@ class PullRequestHoldService:
         if wake_at < self._next_check:
             self._arm()
 
-    @staticmethod
-    def _answer(request: HeldRequest) -> None:
+    def _answer(self, request: HeldRequest) -> None:
         request.done = True  # its check in the heap, if any, is dropped when it comes due
-        request.answer()
+        requests = self._by_owner.get(request.owner)
+        if requests is not None:
+            requests.pop(request, None)
+            if not requests:
+                del self._by_owner[request.owner]
+        try:
+            request.answer()
+        except Exception as e:
+            self._on_error(e)
+
+    def _ready(self, request: HeldRequest) -> bool:
+        try:
+            return request.has_new()
+        except Exception as e:
+            self._on_error(e)
+            return True  # answered now: its answer says what went wrong, or nothing waits on
 
     def _release(self, request: HeldRequest) -> None:
         held = self._held.get(request.key)

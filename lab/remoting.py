@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import logging
 import random
 from dataclasses import dataclass, field
 
@@ -22,6 +23,8 @@ from .config import LabConfig
 from .events import EventLog
 
 LAB_SERIALIZE_TYPE = SerializeType.MSGPACK  # the lab's own nodes speak msgpack to each other
+
+log = logging.getLogger("lab.node")
 
 
 @dataclass
@@ -38,6 +41,22 @@ class Node:
         # emit(kind, **fields): the event log's, with this node's name; a partial spares every
         # record a Python call and a copy of its fields.
         self.emit = functools.partial(self.events.emit, self.name)
+        self.failure: Exception | None = None
+        self._failed = trio.Event()
+
+    def fail(self, error: Exception) -> None:
+        """The owner of what a node's callbacks raise (a reply callback, a timer's, a held
+        request's answer): they run where none of the node's tasks could catch it, so `crash_on_failure`
+        raises it in the node's own nursery, and the node stops as crashed with the real cause."""
+        log.error("%s: %s", self.name, error, exc_info=error)
+        if self.failure is None:
+            self.failure = error
+        self._failed.set()
+
+    async def crash_on_failure(self) -> None:
+        """Run in the node's nursery: returns never; raises the first error handed to `fail`."""
+        await self._failed.wait()
+        raise self.failure
 
     def now(self) -> float:
         # Bound to the clock's own method on first use (inside trio): trio.current_time() costs
@@ -85,7 +104,8 @@ class ChannelTable:
                     raise RemotingError(f"connect to {address} failed: {e.strerror or e}") from None
             if scope.cancelled_caught:
                 raise RemotingError(f"connect to {address} timed out after {self.connect_timeout:g} s")
-            client = RemotingClient(stream, opaques=self._opaques, on_request=self.on_request)
+            client = RemotingClient(stream, opaques=self._opaques, on_request=self.on_request,
+                                    on_callback_error=self.node.fail)
             self._clients[address] = client
             self.nursery.start_soon(client.run)
             return client
@@ -122,7 +142,7 @@ class ChannelTable:
                 self.close(address)
             callback(reply)
 
-        client.invoke_async(request, timeout, on_reply, self.nursery)
+        client.invoke_async(request, timeout, on_reply)
 
     async def invoke_oneway(self, address: str, request: RemotingCommand) -> None:
         client = self._open(address) or await self._get(address)

@@ -58,7 +58,7 @@ class Supervisor:
             if handle.state == "up" and not handle.scope.cancelled_caught:
                 handle.state = "stopped"
         except Exception as e:  # a node's bug takes down that node, never the lab
-            handle.state, handle.error = "crashed", f"{type(e).__name__}: {e}"
+            handle.state, handle.error = "crashed", describe(e)
             if not handle.scope.cancel_called and handle.address is None:
                 raise  # failed before it started: the caller of start() must hear of it
         finally:
@@ -85,3 +85,10 @@ class Supervisor:
         handle.state = "killed"
         handle.scope.cancel()
         await handle.done.wait()
+
+
+def describe(error: BaseException) -> str:
+    """What went wrong, for a person: the errors inside a nursery's ExceptionGroup, not the group."""
+    if isinstance(error, BaseExceptionGroup):
+        return "; ".join(describe(e) for e in error.exceptions)
+    return f"{type(error).__name__}: {error}"

@@ -28,10 +28,11 @@ class BodyError(ValueError):
 # --- generic --------------------------------------------------------------------------------------
 
 def dump(obj: object, serialize_type: SerializeType, *, standard: bool = True) -> bytes:
-    """Null map values are omitted in every encoding, as fastjson omits them."""
+    """Null map values are omitted in every encoding, as fastjson omits them. A lone surrogate in
+    a string goes out as "?", as Java's String.getBytes(UTF-8) writes it."""
     if serialize_type == SerializeType.MSGPACK:
-        return msgpack.packb(_without_nulls(obj))
-    return fastjson.dumps(obj, standard=standard).encode()
+        return msgpack.packb(_without_nulls(obj), unicode_errors="replace")
+    return fastjson.dumps(obj, standard=standard).encode("utf-8", "replace")
 
 
 def _without_nulls(obj: object) -> object:

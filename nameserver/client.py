@@ -26,6 +26,10 @@ class RemotingTimeoutError(RemotingError):
     pass
 
 
+def _log_callback_error(error: Exception) -> None:
+    log.error("a reply callback failed", exc_info=error)
+
+
 # An asynchronous call's continuation: the reply, or the RemotingError that ended the call.
 ReplyCallback = Callable[["RemotingCommand | RemotingError"], None]
 
@@ -36,13 +40,15 @@ class ResponseFuture:
     asynchronous call, its callback runs. The caller parks on trio's lowest level rather than on
     an Event: this is every call's wait."""
 
-    __slots__ = ("code", "timeout", "deadline", "response", "_waiter", "_callback")
+    __slots__ = ("code", "timeout", "deadline", "response", "_waiter", "_callback", "_on_error")
 
-    def __init__(self, code: int, timeout: float, deadline: float, callback: ReplyCallback | None = None) -> None:
+    def __init__(self, code: int, timeout: float, deadline: float, callback: ReplyCallback | None = None,
+                 on_error: Callable[[Exception], None] | None = None) -> None:
         self.code, self.timeout, self.deadline = code, timeout, deadline
         self.response: RemotingCommand | RemotingError | None = None
         self._waiter: trio.lowlevel.Task | None = None
         self._callback = callback
+        self._on_error = on_error or _log_callback_error
 
     def put(self, response: RemotingCommand | RemotingError) -> None:
         self.response = response
@@ -53,8 +59,8 @@ class ResponseFuture:
             callback, self._callback = self._callback, None
             try:
                 callback(response)
-            except Exception:  # a callback's bug costs its own call, not the connection
-                log.exception("callback for a reply to request %s failed", self.code)
+            except Exception as e:  # it runs where no task of its owner can catch it: hand it over
+                self._on_error(e)
 
     async def wait(self) -> RemotingCommand | RemotingError:
         if self.response is None:
@@ -71,19 +77,26 @@ class ResponseFuture:
 
 class RemotingClient:
     """Calls on one stream. `run()` must be running: it reads the replies and keeps the calls'
-    timeouts, as NettyRemotingAbstract.scanResponseTable does — one cancel scope for the reader
-    that ends at the earliest deadline, rather than one per call."""
+    timeouts, as NettyRemotingAbstract.scanResponseTable does — one timer for the earliest
+    deadline, rather than one per call.
+
+    An asynchronous call's callback runs where no task of its caller can catch what it raises;
+    `on_callback_error` gets that exception (the lab's nodes crash with it), by default the log."""
 
     def __init__(self, stream: trio.abc.Stream, *, opaques: Iterator[int] | None = None,
-                 on_request: Callable[[RemotingCommand], None] | None = None):
+                 on_request: Callable[[RemotingCommand], None] | None = None,
+                 on_callback_error: Callable[[Exception], None] = _log_callback_error):
         self.stream = stream
         self.connection = Connection(stream)
         self._opaques = opaques if opaques is not None else itertools.count()
         self._pending: dict[int, ResponseFuture] = {}
         self._on_request = on_request  # server-initiated requests (e.g. NOTIFY_CONSUMER_IDS_CHANGED)
+        self._on_callback_error = on_callback_error
         # Calls time out by the stream's own timers when it has them (the simulated network's:
         # a timer costs a heap entry where a cancel scope's deadline costs a Cancelled exception),
-        # else by the reader's cancel scope, whose deadline is the earliest call's.
+        # else by a task of run()'s asleep until the earliest deadline. Never by cancelling the
+        # reader: the connection's writer runs beside it, and a write cut short mid-frame would
+        # corrupt the stream.
         self._call_at = getattr(stream, "call_at", None)
         self._expiry: trio.CancelScope | None = None
         self._expiry_deadline = -math.inf  # the earliest deadline armed; -inf: none may be (not reading)
@@ -108,23 +121,22 @@ class RemotingClient:
         finally:
             self._pending.pop(request.opaque, None)
 
-    def invoke_async(self, request: RemotingCommand, timeout: float, callback: ReplyCallback,
-                     nursery: trio.Nursery) -> None:
+    def invoke_async(self, request: RemotingCommand, timeout: float, callback: ReplyCallback) -> None:
         """NettyRemotingAbstract.invokeAsyncImpl: send `request` now and return; `callback` gets the
         reply, or the RemotingError that ends the call (a timeout, the connection's end), where it
-        lands — in trio's loop or this client's reader, not in a task — so it must not block. A
-        byte stream's send, which can block, runs in `nursery`. RemotingError at once when the
-        connection is already closed."""
+        lands — in trio's loop or this client's reader, not in a task — so it must not block. The
+        connection's writer sends it. RemotingError at once when the connection is already closed."""
         if self.closed_reason is not None:
             raise RemotingError(f"connection closed: {self.closed_reason}")
         self._register(request, timeout, callback)
         # A send that fails is the reader's business: the connection's end fails every pending call.
-        self.connection.send_soon(request, nursery)
+        self.connection.send_soon(request)
 
     def _register(self, request: RemotingCommand, timeout: float, callback: ReplyCallback | None = None) -> ResponseFuture:
         """Number the request and wait for its reply, due `timeout` from now."""
         request.opaque = self._next_opaque()
-        future = self._pending[request.opaque] = ResponseFuture(request.code, timeout, self._now() + timeout, callback)
+        future = self._pending[request.opaque] = ResponseFuture(
+            request.code, timeout, self._now() + timeout, callback, self._on_callback_error)
         if future.deadline < self._expiry_deadline:
             self._arm(future.deadline)
         return future
@@ -147,17 +159,14 @@ class RemotingClient:
         deadline passes first fails with RemotingTimeoutError."""
         reason = None
         try:
-            if self._call_at is not None:  # timers expire the calls: one serve to the end
-                self._expiry_deadline = math.inf
-                self._arm(self._earliest_deadline())
+            async with trio.open_nursery() as nursery:
+                if self._call_at is not None:  # the stream's timers expire the calls
+                    self._expiry_deadline = math.inf
+                    self._arm(self._earliest_deadline())
+                else:
+                    nursery.start_soon(self._expire_at_deadlines)
                 reason = await self.connection.serve(self._dispatch)
-            while reason is None:  # else the reader's cancel scope: serve until the earliest deadline
-                deadline = self._earliest_deadline()
-                with trio.CancelScope(deadline=deadline) as self._expiry:
-                    self._expiry_deadline = deadline
-                    reason = await self.connection.serve(self._dispatch)
-                if self._expiry.cancelled_caught:
-                    self._expire(trio.current_time())
+                nursery.cancel_scope.cancel()
         finally:
             self._expiry, self._expiry_deadline = None, -math.inf
             self.closed_reason = reason or "closed"
@@ -165,6 +174,15 @@ class RemotingClient:
                 future.put(RemotingError(f"connection closed: {self.closed_reason}"))
             self._pending.clear()
             await self.connection.aclose()
+
+    async def _expire_at_deadlines(self) -> None:
+        """Without the stream's timers: asleep until the earliest call's deadline, then expire."""
+        while True:
+            deadline = self._earliest_deadline()
+            with trio.CancelScope(deadline=deadline) as self._expiry:
+                self._expiry_deadline = deadline
+                await trio.sleep_forever()
+            self._expire(trio.current_time())
 
     def _arm(self, deadline: float) -> None:
         """Make sure the calls are looked at by `deadline`."""

@@ -11,6 +11,18 @@ builds a new command for each send and no one changes a command sent or received
 
 A peer that writes bytes on an object stream (a test poking a simulated broker with raw frames)
 is decoded as on TCP and answered in bytes: a connection answers in the form it is spoken to.
+
+A connection owns its outbound path, as a Netty channel does. A reply sent later than its request
+(a held pull, a notification, an asynchronous call) is queued with `send_soon` from anywhere, and
+the connection's own writer task, which runs while it serves, writes the queue in order. Once the
+connection has ended, `send_soon` drops what it is given, quietly: Netty's write to an inactive
+channel. Nothing sent later ever raises at its sender, so one peer's death cannot fail the request
+of another that happened to cause the send.
+
+A reply that cannot be encoded (a lone surrogate is fine: it goes out as "?", as Java's
+String.getBytes writes it; a field too large for a ROCKETMQ header is not) is answered with
+SYSTEM_ERROR instead; a handler that raises is a bug of the server's: serve() returns with the
+reason, and the caller closes this one connection.
 """
 
 from __future__ import annotations
@@ -20,7 +32,7 @@ from typing import Callable
 
 import trio
 
-from .protocol import FRAME_MAX_LENGTH, FrameDecoder, RemotingCommand, encode
+from .protocol import FRAME_MAX_LENGTH, FrameDecoder, RemotingCommand, ResponseCode, encode
 
 log = logging.getLogger("nameserver.connection")
 
@@ -41,7 +53,13 @@ class Connection:
         self.decoder = FrameDecoder(max_frame_length)
         self._peer_writes_bytes = not self.objects
         self._send_lock = trio.Lock()
+        self._outbox: list[bytes] = []  # frames queued by send_soon, for the writer
+        self._writer: trio.lowlevel.Task | None = None  # the writer, parked while the outbox is empty
         self.end_reason: str | None = None  # set once the connection is done for
+
+    @property
+    def open(self) -> bool:
+        return self.end_reason is None
 
     # --- in ---------------------------------------------------------------------------------------
 
@@ -50,63 +68,83 @@ class Connection:
         commands = self.decoder.feed(data)
         if self.decoder.error is not None:
             log.warning("closing connection from %s: %s", remote_address(self.stream), self.decoder.error)
-            self.end_reason = f"decode error: {self.decoder.error}"
+            self._end(f"decode error: {self.decoder.error}")
         return commands
+
+    def _end(self, reason: str) -> None:
+        if self.end_reason is None:
+            self.end_reason = reason
+        self._outbox.clear()  # nobody reads it now
 
     async def serve(self, handle: Handler) -> str:
         """Hand every command that arrives to `handle` and send its reply, until the connection
-        ends or carries something undecodable; why it ended. Cancelled, it can be called again."""
+        ends or carries something undecodable; why it ended. Replies queued by `send_soon` are
+        written meanwhile. A handler that raises ends the connection, with the error as the reason."""
         if self.end_reason is not None:
             await trio.lowlevel.checkpoint()
             return self.end_reason
-        if self.objects:
-            return await self._serve_objects(handle)
+        try:
+            if self.objects:
+                await self._serve_objects(handle)
+            else:
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(self._write_outbox)
+                    await self._serve_bytes(handle)
+                    nursery.cancel_scope.cancel()
+        except Exception as e:  # the handler's bug: it costs this connection, and says why
+            log.exception("closing connection from %s: handling a request failed", remote_address(self.stream))
+            self._end(f"internal error: {type(e).__name__}: {e}")
+        finally:
+            self._end("closed")
+        return self.end_reason
+
+    async def _serve_bytes(self, handle: Handler) -> None:
         try:
             while self.end_reason is None:
                 data = await self.stream.receive_some(RECEIVE_SIZE)
                 if not data:
-                    self.end_reason = "closed by peer"
+                    self._end("closed by peer")
                     break
-                replies = [encode(reply) for reply in map(handle, self._decode(data)) if reply is not None]
+                replies = [encode_reply(reply) for reply in map(handle, self._decode(data)) if reply is not None]
                 if replies:
                     await self._send_bytes(b"".join(replies) if len(replies) > 1 else replies[0])
         except (trio.BrokenResourceError, trio.ClosedResourceError) as e:
-            self.end_reason = f"connection error: {e.__cause__ or e}"
-        return self.end_reason
+            self._end(f"connection error: {e.__cause__ or e}")
 
-    async def _serve_objects(self, handle: Handler) -> str:
+    async def _serve_objects(self, handle: Handler) -> None:
         ended = trio.Event()
+        failure: list[Exception] = []
 
         def on_object(payload) -> None:
-            for command in (payload,) if type(payload) is RemotingCommand else self._decode(payload):
-                reply = handle(command)
-                if reply is not None:
-                    try:
-                        self.send_nowait(reply)
-                    except (trio.BrokenResourceError, trio.ClosedResourceError) as e:
-                        self.end_reason = f"connection error: {e}"
-                        break
+            try:
+                for command in (payload,) if type(payload) is RemotingCommand else self._decode(payload):
+                    reply = handle(command)
+                    if reply is not None:
+                        self.send_soon(reply)
+            except Exception as e:  # raised in the network's callback: handed to serve() to raise
+                failure.append(e)
+                self._end("internal error")
             if self.end_reason is not None:
                 ended.set()
 
         def on_end(error: Exception | None) -> None:
-            if self.end_reason is None:
-                self.end_reason = "closed by peer" if error is None else f"connection error: {error}"
+            self._end("closed by peer" if error is None else f"connection error: {error}")
             ended.set()
 
         self.stream.set_receiver(on_object, on_end)
         await ended.wait()
-        return self.end_reason
+        if failure:
+            raise failure[0]
 
     # --- out --------------------------------------------------------------------------------------
 
     def send_nowait(self, command: RemotingCommand) -> None:
         """On an object stream only: queue `command` to the peer at once."""
         if self._peer_writes_bytes:
-            data = encode(command)
+            data = encode_reply(command)
             self.stream.send_object(data, len(data))
         else:
-            self.stream.send_object(command, lambda: len(encode(command)))
+            self.stream.send_object(command, lambda: len(encode_reply(command)))
 
     async def send(self, command: RemotingCommand) -> None:
         if self.objects:
@@ -128,25 +166,62 @@ class Connection:
         finally:
             lock.release()
 
-    def send_soon(self, command: RemotingCommand, nursery: trio.Nursery) -> None:
-        """A reply sent later than its request (a held pull, a notification), from anywhere, even
-        outside a task. Lost if the connection is gone meanwhile: that is the reader's business."""
+    def send_soon(self, command: RemotingCommand) -> None:
+        """Send `command` later than its request (a held pull, a notification, an asynchronous
+        call), from anywhere, even outside a task; never raises. Dropped once the connection has
+        ended: a connection that is gone is the reader's business, not the sender's."""
+        if self.end_reason is not None:
+            return
         if self.objects:
             try:
                 self.send_nowait(command)
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                pass
-        else:
-            nursery.start_soon(self._send_quietly, command)
+            except (trio.BrokenResourceError, trio.ClosedResourceError) as e:
+                self._end(f"connection error: {e}")
+            return
+        self._outbox.append(encode_reply(command))
+        writer, self._writer = self._writer, None
+        if writer is not None:
+            trio.lowlevel.reschedule(writer)
 
-    async def _send_quietly(self, command: RemotingCommand) -> None:
-        try:
-            await self.send(command)
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            pass
+    async def _write_outbox(self) -> None:
+        """The writer: what send_soon queued, in order, while the connection serves."""
+        while True:
+            if not self._outbox:
+                self._writer = trio.lowlevel.current_task()
+
+                def abort(_) -> trio.lowlevel.Abort:
+                    self._writer = None
+                    return trio.lowlevel.Abort.SUCCEEDED
+
+                await trio.lowlevel.wait_task_rescheduled(abort)
+                continue
+            data = b"".join(self._outbox)
+            self._outbox.clear()
+            try:
+                await self._send_bytes(data)
+            except (trio.BrokenResourceError, trio.ClosedResourceError) as e:
+                self._end(f"connection error: {e.__cause__ or e}")
+                return
 
     async def aclose(self) -> None:
+        self._end("closed")
         await trio.aclose_forcefully(self.stream)
+
+
+def encode_reply(command: RemotingCommand) -> bytes:
+    """encode(command); a command that cannot be encoded becomes SYSTEM_ERROR with the reason (a
+    reply that echoes a hostile request, say), so a peer's odd request costs it one answer."""
+    try:
+        return encode(command)
+    except Exception as e:
+        log.warning("a reply (code %s, opaque %s) cannot be encoded: %s", command.code, command.opaque, e)
+        return encode(RemotingCommand(ResponseCode.SYSTEM_ERROR, _int32(command.opaque), command.flag,
+                                      None, f"reply cannot be encoded: {type(e).__name__}",
+                                      None, serialize_type=command.serialize_type))
+
+
+def _int32(value: object) -> int:
+    return value if type(value) is int and -2**31 <= value < 2**31 else 0
 
 
 def remote_address(stream: trio.abc.Stream) -> str:

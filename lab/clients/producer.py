@@ -293,8 +293,11 @@ class _RateLoop:
 
     def send_next(self) -> None:
         p, i = self.producer, next(self.count)
-        self.sending = _Sending(p, p.topics[i % len(p.topics)], p.payload(i), self.handover, self._sent)
-        self.sending.start()
+        try:  # a timer runs it, where no task of the producer's could catch what it raises
+            self.sending = _Sending(p, p.topics[i % len(p.topics)], p.payload(i), self.handover, self._sent)
+            self.sending.start()
+        except Exception as e:
+            p.node.fail(e)
 
     def _sent(self, outcome: SendResult | Exception) -> None:
         # A failed send is already counted and in the event log.

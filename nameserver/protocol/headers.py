@@ -23,7 +23,7 @@ def encode_header(cmd: RemotingCommand) -> bytes:
     if cmd.serialize_type == SerializeType.ROCKETMQ:
         return _encode_rocketmq(cmd)
     if cmd.serialize_type == SerializeType.MSGPACK:
-        return msgpack.packb(_header_map(cmd))
+        return msgpack.packb(_header_map(cmd), unicode_errors="replace")
     raise ProtocolError(f"unknown serialize type {cmd.serialize_type}")
 
 
@@ -39,6 +39,10 @@ def _header_map(cmd: RemotingCommand) -> dict:
     header["version"] = cmd.version
     return header
 
+
+# Strings go out as Java's String.getBytes(UTF-8) writes them: a lone surrogate (a JSON request
+# may carry one as "\ud800") becomes "?". Python would refuse to encode it at all.
+UTF8_AS_JAVA = "replace"
 
 # fastjson's defaults: keys in alphabetical order, nulls omitted, UTF-8 as is, no spaces. Built
 # once: json.dumps with these arguments builds a new JSONEncoder on every call, ~2 us of the ~6 us
@@ -65,7 +69,7 @@ def _encode_json(cmd: RemotingCommand) -> bytes:
 
 def _encode_json_map(header: dict) -> bytes:
     header["serializeTypeCurrentRPC"] = "JSON"
-    return _JSON_HEADER_ENCODER.encode(header).encode()
+    return _JSON_HEADER_ENCODER.encode(header).encode("utf-8", UTF8_AS_JAVA)
 
 
 _JSON_SHAPES: dict[tuple, tuple[bytes, bytes]] = {}
@@ -88,12 +92,12 @@ def _encode_rocketmq(cmd: RemotingCommand) -> bytes:
         raise ProtocolError(f"code {cmd.code} / version {cmd.version} do not fit a ROCKETMQ header")
     parts = [_FIXED.pack(cmd.code, LANGUAGE_CODE.get(cmd.language, LANGUAGE_CODE["OTHER"]),
                          cmd.version, cmd.opaque, cmd.flag)]
-    remark = cmd.remark.encode() if cmd.remark else b""
+    remark = cmd.remark.encode("utf-8", UTF8_AS_JAVA) if cmd.remark else b""
     parts.append(struct.pack(">i", len(remark)))
     parts.append(remark)
     ext = bytearray()
     for key, value in (cmd.ext_fields or {}).items():
-        k, v = key.encode(), value.encode()
+        k, v = key.encode("utf-8", UTF8_AS_JAVA), value.encode("utf-8", UTF8_AS_JAVA)
         ext += struct.pack(">h", len(k)) + k + struct.pack(">i", len(v)) + v
     parts.append(struct.pack(">i", len(ext)))
     parts.append(bytes(ext))
