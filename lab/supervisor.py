@@ -52,14 +52,21 @@ class Supervisor:
         return handle
 
     async def _run(self, handle: NodeHandle, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        started = False
+
+        def report_started(value=None) -> None:
+            nonlocal started
+            started = True
+            task_status.started(value)
+
         try:
             with handle.scope:
-                await handle.body(task_status=task_status)
+                await handle.body(task_status=_TaskStatus(report_started))
             if handle.state == "up" and not handle.scope.cancelled_caught:
                 handle.state = "stopped"
         except Exception as e:  # a node's bug takes down that node, never the lab
             handle.state, handle.error = "crashed", describe(e)
-            if not handle.scope.cancel_called and handle.address is None:
+            if not started:
                 raise  # failed before it started: the caller of start() must hear of it
         finally:
             handle.done.set()
@@ -85,6 +92,13 @@ class Supervisor:
         handle.state = "killed"
         handle.scope.cancel()
         await handle.done.wait()
+
+
+class _TaskStatus:
+    """The task_status a node's body gets: trio's, noting that the node has started."""
+
+    def __init__(self, started: Callable[..., None]):
+        self.started = started
 
 
 def describe(error: BaseException) -> str:

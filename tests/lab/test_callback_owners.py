@@ -1,0 +1,63 @@
+"""An exception raised in a callback (a reply's, a timer's, a held request's answer) reaches the node
+it belongs to: the node stops as crashed with the real cause, and the rest of the lab runs on.
+
+Before, reply callbacks swallowed what they raised: a consumer's pull chain, a producer's sends or a
+slave's replication stopped for good with no record at all.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from lab.broker import ClientChannel
+from lab.clients.consumer import Consumer
+from lab.clients.producer import _Sending
+from lab.config import LabConfig
+from lab.ha import HAClient
+from lab.runner import RunOptions, run
+
+
+class Bug(RuntimeError):
+    pass
+
+
+def raising_after(calls: int, original, on_node=lambda self: True):
+    """`original`, until it has run `calls` times on the chosen node; then it raises Bug there."""
+    count = 0
+
+    def wrapper(self, *args, **kwargs):
+        nonlocal count
+        if on_node(self):
+            count += 1
+            if count > calls:
+                raise Bug(f"planted bug in {original.__qualname__}")
+        return original(self, *args, **kwargs)
+
+    return wrapper
+
+
+CASES = {  # class, method, the one node it raises on (None: every broker — the only way to reach them)
+    "consumer pull callback": (Consumer, "_on_pulled", "consumer-0", lambda c: c.node.name == "consumer-0"),
+    "producer send callback": (_Sending, "_on_reply", "producer-0", lambda s: s.producer.node.name == "producer-0"),
+    "slave replication callback": (HAClient, "_on_transfer", "broker-a-1", lambda h: h.node.name == "broker-a-1"),
+    "broker held request answer": (ClientChannel, "send_soon", None, lambda c: True),
+}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_a_callback_that_raises_crashes_its_node_with_the_cause_and_the_lab_runs_on(case, monkeypatch):
+    cls, name, node, on_node = CASES[case]
+    monkeypatch.setattr(cls, name, raising_after(20, getattr(cls, name), on_node))
+    records = []
+    run(LabConfig(), RunOptions(sim=True, seed=3, duration=60), subscribers=[records.append])
+
+    crashed = [r for r in records if r["kind"] == "node.stop" and r["state"] == "crashed"]
+    assert crashed, f"{case}: no node recorded as crashed"
+    assert crashed[0]["error"] == f"Bug: planted bug in {cls.__qualname__}.{name}"  # the cause, not a group
+    assert records[-1]["kind"] == "run.end"
+    if node is None:
+        return
+    assert [r["node"] for r in crashed] == [node]
+    # The rest of the lab ran on: messages were still acknowledged and consumed after the crash.
+    later = [r["kind"] for r in records if r["t"] > crashed[0]["t"] + 5 and r["node"] != node]
+    assert "producer.ack" in later and "consumer.consume" in later
