@@ -102,6 +102,7 @@ class Broker:
             default_topic_queue_nums=self.config.defaultTopicQueueNums, now_ms=now_ms())
         self.consumer_manager = ConsumerManager()
         self.hold_service = PullRequestHoldService(node.now, on_error=node.fail)
+        self.client_channels: dict[ClientChannel, None] = {}  # accepted connections open now
         self.ha_service = HAService(store, self.topic_config_manager, self.config.haSendHeartbeatInterval)
         self.ha_client: HAClient | None = None
         self.outer_api: BrokerOuterAPI | None = None
@@ -244,6 +245,7 @@ class Broker:
 
     async def _handle_stream(self, stream: trio.abc.Stream) -> None:
         channel = ClientChannel(stream)
+        self.client_channels[channel] = None
         try:
             with channel.scope:
                 reason = await channel.connection.serve(functools.partial(self._process, channel))
@@ -251,6 +253,7 @@ class Broker:
                     self.node.emit("broker.connection_error", remote=channel.remote_addr, error=reason)
         finally:
             # Whatever the connection held dies with it, and its clients leave their groups.
+            del self.client_channels[channel]
             self.hold_service.drop(channel)
             groups = self.consumer_manager.do_channel_close_event(channel)
             if trio.current_effective_deadline() != -math.inf:  # not when the whole broker stops

@@ -1,0 +1,148 @@
+"""Clients that come and go abruptly: raw RocketMQ consumers (and would-be slaves) against a broker.
+
+Each churn client dials the broker's port directly, as a real client does, heartbeats as a member
+of a consumer group, long-polls queues at their end (so the broker holds its pulls), now and then
+holds an HA transfer as a slave would, and after a random lifetime leaves — mostly by RST (SO_LINGER
+0: a process killed mid-conversation), else by an orderly close. Used by the fault-isolation tests
+and the soak benchmark: whatever these clients do, every other connection must be served as before.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import socket
+import struct
+from dataclasses import dataclass, field
+
+import msgpack
+import trio
+
+from nameserver.protocol import RemotingCommand, RequestCode, ResponseCode, encode
+from nameserver.protocol.codes import FLAG_RESPONSE
+
+from .ha import HA_TRANSFER
+from .pull import FLAG_SUSPEND
+
+
+@dataclass
+class ChurnStats:
+    clients: int = 0  # that connected
+    resets: int = 0  # left by RST
+    closes: int = 0  # left by an orderly close
+    pulls_held: int = 0  # long-polls sent that the broker held (answered later or never)
+    transfers: int = 0  # HA transfers sent
+    errors: list[str] = field(default_factory=list)  # what went wrong on a churn client's own side
+
+
+class _Client:
+    def __init__(self, stream: trio.SocketStream):
+        self.stream = stream
+        self.buffer = b""
+        self.opaque = 0
+
+    async def call(self, command: RemotingCommand) -> tuple[dict, bytes]:
+        """Send and wait for the reply (skipping notifications the broker sends us)."""
+        await self.send(command)
+        while True:
+            header, body = await self.frame()
+            if header.get("flag", 0) & FLAG_RESPONSE and header.get("opaque") == self.opaque:
+                return header, body
+
+    async def send(self, command: RemotingCommand) -> None:
+        self.opaque += 1
+        command.opaque = self.opaque
+        await self.stream.send_all(encode(command))
+
+    async def frame(self) -> tuple[dict, bytes]:
+        while len(self.buffer) < 4 or len(self.buffer) < 4 + struct.unpack(">i", self.buffer[:4])[0]:
+            data = await self.stream.receive_some(65536)
+            if not data:
+                raise trio.BrokenResourceError("closed by the broker")
+            self.buffer += data
+        length, word = struct.unpack(">ii", self.buffer[:8])
+        header_end = 8 + (word & 0xFFFFFF)
+        header, body = json.loads(self.buffer[8:header_end]), self.buffer[header_end:4 + length]
+        self.buffer = self.buffer[4 + length:]
+        return header, body
+
+    async def leave(self, rst: bool) -> None:
+        if rst:
+            self.stream.socket.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        await trio.aclose_forcefully(self.stream)
+
+
+async def churn_client(address: str, name: str, rng: random.Random, stats: ChurnStats, *, topic: str,
+                       queues: int, groups: int = 3, lifetime: tuple[float, float] = (0.05, 0.5),
+                       ha_share: float = 0.1, rst_share: float = 0.7) -> None:
+    host, _, port = address.rpartition(":")
+    try:
+        client = _Client(await trio.open_tcp_stream(host, int(port)))
+    except OSError as e:
+        stats.errors.append(f"{name}: connect: {e}")
+        return
+    stats.clients += 1
+    rst = rng.random() < rst_share
+    with trio.move_on_after(rng.uniform(*lifetime)):
+        try:
+            await _behave(client, name, rng, stats, topic, queues, groups, ha_share)
+        except (trio.BrokenResourceError, trio.ClosedResourceError, ValueError) as e:
+            stats.errors.append(f"{name}: {e}")
+    await client.leave(rst)
+    if rst:
+        stats.resets += 1
+    else:
+        stats.closes += 1
+
+
+async def _behave(client: _Client, name: str, rng: random.Random, stats: ChurnStats, topic: str,
+                  queues: int, groups: int, ha_share: float) -> None:
+    group = f"churn-{rng.randrange(groups)}"
+    consumer = {"groupName": group, "consumeType": "CONSUME_PASSIVELY", "messageModel": "CLUSTERING",
+                "subscriptionDataSet": [{"topic": topic, "subString": "*"}]}
+    beat, _ = await client.call(RemotingCommand.request(RequestCode.HEART_BEAT, body=json.dumps(
+        {"clientID": f"127.0.0.1@{name}", "consumerDataSet": [consumer]}).encode()))
+    if beat["code"] != ResponseCode.SUCCESS:
+        raise ValueError(f"heartbeat answered {beat['code']}")
+    if rng.random() < ha_share:  # a slave catches up, then is up to date: the master holds its transfer
+        stats.transfers += 1
+        state = {"offset": 0, "syncOffsets": False}
+        while True:
+            _, body = await client.call(RemotingCommand.request(HA_TRANSFER, body=msgpack.packb(state)))
+            data = msgpack.unpackb(body or b"\x80")
+            if not data.get("commitLog") and "topicConfig" not in data:
+                break
+            state["offset"] += len(data.get("commitLog", b""))
+            if "topicConfig" in data:
+                state["dataVersion"] = data["topicConfig"]["dataVersion"]
+        await client.send(RemotingCommand.request(HA_TRANSFER, body=msgpack.packb(state)))  # held till data
+    queue_id = rng.randrange(queues)
+    header, _ = await client.call(RemotingCommand.request(RequestCode.GET_MAX_OFFSET, {"topic": topic, "queueId": queue_id}))
+    offset = int(header["extFields"]["offset"])
+    while True:  # a consumer's long polls, one after another, from the queue's end
+        stats.pulls_held += 1
+        reply, _ = await client.call(RemotingCommand.request(RequestCode.PULL_MESSAGE, {
+            "consumerGroup": group, "topic": topic, "queueId": queue_id, "queueOffset": offset, "maxMsgNums": 32,
+            "sysFlag": FLAG_SUSPEND, "commitOffset": 0, "suspendTimeoutMillis": 15000, "subVersion": 0}))
+        if reply["code"] in (ResponseCode.SUCCESS, ResponseCode.PULL_NOT_FOUND, ResponseCode.PULL_RETRY_IMMEDIATELY):
+            offset = int(reply["extFields"]["nextBeginOffset"])
+        else:
+            raise ValueError(f"pull answered {reply['code']}: {reply.get('remark')}")
+
+
+async def churn(address: str, *, clients: int, concurrency: int, seed: int, topic: str, queues: int,
+                **behaviour) -> ChurnStats:
+    """`clients` churn clients against the broker at `address`, `concurrency` at a time."""
+    rng = random.Random(seed)
+    stats = ChurnStats()
+    limit = trio.CapacityLimiter(concurrency)
+
+    async def one(i: int) -> None:
+        async with limit:
+            await churn_client(address, f"churn-{seed}-{i}", random.Random(rng.random()), stats, topic=topic,
+                               queues=queues, **behaviour)
+
+    async with trio.open_nursery() as nursery:
+        for i in range(clients):
+            nursery.start_soon(one, i)
+    return stats
