@@ -32,7 +32,7 @@ from chaos.network import TcpNetwork
 
 from .cluster import Cluster
 from .config import LabConfig, apply_table
-from .events import EventLog
+from .events import EventLog, pack_record
 
 PR_SET_PDEATHSIG = 1
 
@@ -56,7 +56,7 @@ class PipeEvents(EventLog):
 
     def emit(self, node: str, kind: str, **fields) -> dict:
         record = {"node": node, "kind": kind, **fields}
-        self.out.write(msgpack.packb(record))
+        self.out.write(pack_record(record))
         self.out.flush()
         return record
 

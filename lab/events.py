@@ -30,9 +30,7 @@ class EventLog:
         self._file: BinaryIO | None = open(path, "wb") if path else None
         # Records are packed one by one into a buffer, which goes to the hash and the file
         # FLUSH_EVERY records at a time: one write and one hash update per batch, not per record.
-        # (Not into the packer's own buffer: msgpack empties it when a pack fails.) A string a
-        # hostile peer sent may hold lone surrogates: they are written as "\udXXX" text.
-        self._pack = msgpack.Packer(unicode_errors="backslashreplace").pack
+        # (Not into a packer's own buffer: msgpack empties it when a pack fails.)
         self._buffer = bytearray()
         self._sha = hashlib.sha256()
         self._unflushed = 0
@@ -49,10 +47,7 @@ class EventLog:
 
     def emit(self, node: str, kind: str, **fields) -> dict:
         record = {"t": round(self.now(), 6), "node": node, "kind": kind, **fields}
-        try:
-            self._buffer += self._pack(record)
-        except (TypeError, ValueError, OverflowError):  # a value msgpack cannot hold, from a peer
-            self._buffer += self._pack(_packable(record))
+        self._buffer += pack_record(record)
         self.count += 1
         self._unflushed += 1
         if self._unflushed >= FLUSH_EVERY:
@@ -79,6 +74,18 @@ class EventLog:
         if self._file is not None:
             self._file.close()
             self._file = None
+
+
+# A string a hostile peer sent may hold lone surrogates: they are written as "\udXXX" text.
+_pack = msgpack.Packer(unicode_errors="backslashreplace").pack
+
+
+def pack_record(record: dict) -> bytes:
+    """One record in msgpack, whatever a peer put in it."""
+    try:
+        return _pack(record)
+    except (TypeError, ValueError, OverflowError):  # a value msgpack cannot hold: an int beyond 64 bits
+        return _pack(_packable(record))
 
 
 def _packable(value: object) -> object:

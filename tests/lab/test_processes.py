@@ -3,6 +3,7 @@
 restart = a new process, an unexpected death reported, nothing left behind."""
 
 import os
+import struct
 import signal
 import subprocess
 import sys
@@ -83,3 +84,73 @@ def test_nodes_run_as_processes_under_live_control(tmp_path):
     assert all(process_state(pid) is None for pid in children.values()), "nothing left behind"
     stops = {e["node"]: e for e in read_events(events) if e["kind"] == "node.stop"}
     assert stops["ns-1"]["state"] == "crashed" and "SIGKILL" in stops["ns-1"]["error"]
+
+
+def test_process_nodes_survive_what_clients_inflict(tmp_path):
+    """The fault-isolation sequences against NameServers and brokers running as processes: a held
+    pull left by RST, a churn of dying consumers while a producer sends, a frame that is a lone
+    surrogate, a killed slave. Every send succeeds and no node crashes."""
+    import trio
+
+    from lab.churn import churn
+    from nameserver.client import connect
+    from nameserver.protocol import RemotingCommand, RequestCode, ResponseCode
+
+    env = {**os.environ, "XDG_RUNTIME_DIR": str(tmp_path)}
+    events = tmp_path / "lab.events"
+    proc = subprocess.Popen([NSLAB, "up", "--headless", "--processes", "--duration", "5m", "--events", str(events),
+                             "--set", "cluster.topicNames=ChurnTopic"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        namesrv = proc.stdout.readline().strip().partition("=")[2].split(";")
+        wait_until(lambda: chaos(env, "status").returncode == 0)
+        addresses = {line.split()[0]: line.split()[3] for line in chaos(env, "status").stdout.splitlines()[1:]}
+        master = addresses["broker-a-0"]
+        host, _, port = master.rpartition(":")
+
+        def send_request(i, queue_id):
+            return RemotingCommand.request(RequestCode.SEND_MESSAGE, {
+                "producerGroup": "pg", "topic": "ChurnTopic", "defaultTopic": "TBW102", "defaultTopicQueueNums": 4,
+                "queueId": queue_id, "sysFlag": 0, "bornTimestamp": 1, "flag": 0}, b"m%d" % i)
+
+        async def inflict():
+            codes = []
+            async with connect(host, int(port)) as producer:
+                async def produce(stop):
+                    i = 0
+                    while not stop.is_set():
+                        codes.append((await producer.invoke(send_request(i, i % 4), 5)).code)
+                        i += 1
+                        await trio.sleep(0.01)
+
+                stop = trio.Event()
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(produce, stop)
+                    stats = await churn(master, clients=60, concurrency=15, seed=3, topic="ChurnTopic", queues=4,
+                                        ha_share=0.2)
+                    stop.set()
+                assert stats.clients == 60 and not stats.errors, stats.errors[:3]
+                ns_host, _, ns_port = namesrv[0].rpartition(":")
+                hostile = await trio.open_tcp_stream(ns_host, int(ns_port))
+                header = b'{"code":105,"extFields":{"topic":"\\ud800"},"flag":0,"language":"JAVA","opaque":9,"version":401}'
+                await hostile.send_all(struct.pack(">ii", 4 + len(header), len(header)) + header)
+                assert b'"code":17' in await hostile.receive_some(65536)
+                async with connect(ns_host, int(ns_port)) as other:
+                    route = RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "ChurnTopic"})
+                    assert (await other.invoke(route, 5)).code == ResponseCode.SUCCESS
+                await trio.to_thread.run_sync(lambda: chaos(env, "kill", "broker-a-1"))
+                for i in range(8):
+                    codes.append((await producer.invoke(send_request(i, i % 4), 5)).code)
+                for group in range(3):  # every churn client left its group
+                    listed = RemotingCommand.request(RequestCode.GET_CONSUMER_LIST_BY_GROUP,
+                                                     {"consumerGroup": f"churn-{group}"})
+                    assert (await producer.invoke(listed, 5)).code == ResponseCode.SYSTEM_ERROR
+            assert len(codes) > 50 and set(codes) == {ResponseCode.SUCCESS}
+
+        trio.run(inflict)
+        assert "crashed" not in chaos(env, "status").stdout
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=60)
+    stops = [e for e in read_events(events) if e["kind"] == "node.stop" and e["state"] == "crashed"]
+    assert stops == []

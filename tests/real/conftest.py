@@ -26,6 +26,21 @@ def lab(env, tmp_path, request):
 
 
 @pytest.fixture
+def lab_for(env, tmp_path):
+    """A lab in the mode asked for: "in-process", or "processes" (NameServers and brokers as
+    child processes, `nslab up --processes`)."""
+    labs = []
+
+    def start(mode: str) -> Lab:
+        labs.append(Lab(env, tmp_path, ("--processes",) if mode == "processes" else ()))
+        return labs[-1]
+
+    yield start
+    for lab in labs:
+        lab.stop()
+
+
+@pytest.fixture
 def clients(env):
     started = []
 

@@ -78,3 +78,23 @@ def test_every_nameserver_down_sends_go_on_from_the_cache(lab, clients):
     assert time.monotonic() - started > 4
     assert all_ok(results)
     assert max(r["ms"] for r in results) < 1000, results
+
+
+@pytest.mark.parametrize("leaves", ["quit", "killed"])
+@pytest.mark.parametrize("mode", ["in-process", "processes"])
+def test_a_consumer_that_left_never_fails_a_new_producer(lab_for, clients, leaves, mode):
+    """A consumer leaves with its long polls held by the brokers (shutting down, or killed: the
+    kernel resets its connections); a new producer then sends at once. Before, every attempt was
+    answered SYSTEM_ERROR by a broker that tried to answer the dead consumer's held pull."""
+    lab = lab_for(mode)
+    consumer = clients("consume", lab.namesrv, TOPIC, f"CG-leave-{leaves}", "leave-")
+    time.sleep(3)  # its pulls are out and held: the lab's producers keep the queues moving
+    if leaves == "quit":
+        consumer.close()
+    else:
+        consumer.proc.kill()
+        consumer.proc.wait()
+    producer = clients("produce", lab.namesrv, TOPIC, "leave-")
+    assert all_ok(send(producer, 30))
+    status = lab.chaos("status").stdout
+    assert "crashed" not in status and status.count(" up ") >= 10, status
