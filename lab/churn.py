@@ -72,7 +72,7 @@ class _Client:
         await trio.aclose_forcefully(self.stream)
 
 
-async def churn_client(address: str, name: str, rng: random.Random, stats: ChurnStats, *, topic: str,
+async def churn_client(address: str, name: str, rng: random.Random, stats: ChurnStats, *, topics: list[str],
                        queues: int, groups: int = 3, lifetime: tuple[float, float] = (0.05, 0.5),
                        ha_share: float = 0.1, rst_share: float = 0.7) -> None:
     host, _, port = address.rpartition(":")
@@ -85,7 +85,7 @@ async def churn_client(address: str, name: str, rng: random.Random, stats: Churn
     rst = rng.random() < rst_share
     with trio.move_on_after(rng.uniform(*lifetime)):
         try:
-            await _behave(client, name, rng, stats, topic, queues, groups, ha_share)
+            await _behave(client, name, rng, stats, rng.choice(topics), queues, groups, ha_share)
         except (trio.BrokenResourceError, trio.ClosedResourceError, ValueError) as e:
             stats.errors.append(f"{name}: {e}")
     await client.leave(rst)
@@ -130,7 +130,7 @@ async def _behave(client: _Client, name: str, rng: random.Random, stats: ChurnSt
             raise ValueError(f"pull answered {reply['code']}: {reply.get('remark')}")
 
 
-async def churn(address: str, *, clients: int, concurrency: int, seed: int, topic: str, queues: int,
+async def churn(address: str, *, clients: int, concurrency: int, seed: int, topics: list[str], queues: int,
                 **behaviour) -> ChurnStats:
     """`clients` churn clients against the broker at `address`, `concurrency` at a time."""
     rng = random.Random(seed)
@@ -139,10 +139,58 @@ async def churn(address: str, *, clients: int, concurrency: int, seed: int, topi
 
     async def one(i: int) -> None:
         async with limit:
-            await churn_client(address, f"churn-{seed}-{i}", random.Random(rng.random()), stats, topic=topic,
+            await churn_client(address, f"churn-{seed}-{i}", random.Random(rng.random()), stats, topics=topics,
                                queues=queues, **behaviour)
 
     async with trio.open_nursery() as nursery:
         for i in range(clients):
             nursery.start_soon(one, i)
     return stats
+
+
+async def churn_steadily(addresses: list[str], *, alive: int, seconds: float, seed: int, topics: list[str],
+                         queues: int, **behaviour) -> ChurnStats:
+    """`alive` churn clients at all times for `seconds`, each replaced by a new one when it leaves,
+    spread over the brokers at `addresses`."""
+    rng = random.Random(seed)
+    stats = ChurnStats()
+    names = iter(range(1 << 62))
+
+    async def worker(deadline: float) -> None:
+        while trio.current_time() < deadline:
+            await churn_client(rng.choice(addresses), f"churn-{seed}-{next(names)}", random.Random(rng.random()),
+                               stats, topics=topics, queues=queues, **behaviour)
+
+    deadline = trio.current_time() + seconds
+    async with trio.open_nursery() as nursery:
+        for _ in range(alive):
+            nursery.start_soon(worker, deadline)
+    return stats
+
+
+def main(argv: list[str] | None = None) -> None:
+    """python -m lab.churn --alive N --seconds S --topics A,B --queues Q BROKER_ADDR...: churn the
+    brokers from a process of its own, then print the stats as one JSON line."""
+    import argparse
+    from dataclasses import asdict
+
+    parser = argparse.ArgumentParser(prog="python -m lab.churn", description=main.__doc__)
+    parser.add_argument("addresses", nargs="+")
+    parser.add_argument("--alive", type=int, default=200)
+    parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--topics", required=True)
+    parser.add_argument("--queues", type=int, default=4)
+    parser.add_argument("--lifetime", type=float, nargs=2, default=(0.5, 5.0))
+    args = parser.parse_args(argv)
+    stats = trio.run(lambda: churn_steadily(args.addresses, alive=args.alive, seconds=args.seconds, seed=args.seed,
+                                            topics=args.topics.split(","), queues=args.queues,
+                                            lifetime=tuple(args.lifetime)))
+    result = asdict(stats)
+    result["errors"] = len(stats.errors)
+    result["first_errors"] = stats.errors[:5]
+    print(json.dumps(result), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -56,6 +56,10 @@ class PullRequestHoldService:
         """How many requests wait now."""
         return sum(len(requests) for requests in self._by_owner.values())
 
+    def held_by_owner(self) -> dict[Hashable, int]:
+        """How many requests each owner holds now."""
+        return {owner: len(requests) for owner, requests in self._by_owner.items()}
+
     def hold(self, owner: Hashable, key: Hashable, has_new: Callable[[], bool], timeout: float,
              answer: Callable[[], None], *, check_interval: float = LONG_POLLING_CHECK_INTERVAL,
              wake_on_arrival: bool = True) -> None:

@@ -91,12 +91,15 @@ class Connection:
                     nursery.start_soon(self._write_outbox)
                     await self._serve_bytes(handle)
                     nursery.cancel_scope.cancel()
-        except Exception as e:  # the handler's bug: it costs this connection, and says why
-            log.exception("closing connection from %s: handling a request failed", remote_address(self.stream))
-            self._end(f"internal error: {type(e).__name__}: {e}")
         finally:
             self._end("closed")
         return self.end_reason
+
+    def _handler_failed(self, error: Exception) -> None:
+        """The handler's bug: it costs this connection, and says why."""
+        log.error("closing connection from %s: handling a request failed", remote_address(self.stream),
+                  exc_info=error)
+        self._end(f"internal error: {type(error).__name__}: {error}")
 
     async def _serve_bytes(self, handle: Handler) -> None:
         try:
@@ -110,21 +113,24 @@ class Connection:
                     await self._send_bytes(b"".join(replies) if len(replies) > 1 else replies[0])
         except (trio.BrokenResourceError, trio.ClosedResourceError) as e:
             self._end(f"connection error: {e.__cause__ or e}")
+        except Exception as e:
+            self._handler_failed(e)
 
     async def _serve_objects(self, handle: Handler) -> None:
         ended = trio.Event()
         failure: list[Exception] = []
 
         def on_object(payload) -> None:
+            if failure:
+                return  # serve() is about to report it and end
             try:
                 for command in (payload,) if type(payload) is RemotingCommand else self._decode(payload):
                     reply = handle(command)
                     if reply is not None:
                         self.send_soon(reply)
-            except Exception as e:  # raised in the network's callback: handed to serve() to raise
+            except Exception as e:  # raised in the network's callback: serve() reports it
                 failure.append(e)
-                self._end("internal error")
-            if self.end_reason is not None:
+            if failure or self.end_reason is not None:
                 ended.set()
 
         def on_end(error: Exception | None) -> None:
@@ -134,7 +140,7 @@ class Connection:
         self.stream.set_receiver(on_object, on_end)
         await ended.wait()
         if failure:
-            raise failure[0]
+            self._handler_failed(failure[0])
 
     # --- out --------------------------------------------------------------------------------------
 

@@ -57,7 +57,7 @@ async def test_churning_clients_never_fail_a_producer_and_leave_nothing_held():
 
         stop, results = trio.Event(), []
         nursery.start_soon(produce, master.address, stop, results)
-        stats = await churn(master.address, clients=120, concurrency=20, seed=7, topic=TOPIC, queues=4,
+        stats = await churn(master.address, clients=120, concurrency=20, seed=7, topics=[TOPIC], queues=4,
                             ha_share=0.2)
         stop.set()
         await trio.sleep(0.1)

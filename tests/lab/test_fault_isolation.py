@@ -227,3 +227,48 @@ async def test_a_lab_nameserver_records_a_lone_surrogate_topic_without_losing_it
     records = list(read_events(tmp_path / "events.msgpack"))
     assert [r["kind"] for r in records] == ["before", "ns.register", "ns.route", "ns.remove", "after"]
     assert records[2]["topic"] == topic  # written as the escape text it arrived as
+
+
+# --- a handler's own bug --------------------------------------------------------------------------
+
+async def test_a_request_handler_that_raises_costs_its_connection_not_the_broker(tcp, monkeypatch):
+    from lab.broker import Broker
+
+    original = Broker._process
+
+    def buggy(self, channel, req):
+        if req.code == 999:
+            raise RuntimeError("planted bug")
+        return original(self, channel, req)
+
+    monkeypatch.setattr(Broker, "_process", buggy)
+    broker = await start_broker(tcp)
+    victim = await Raw.dial(broker.address)
+    await victim.send(RemotingCommand.request(999, opaque=1))
+    assert await victim.stream.receive_some(100) == b""  # closed
+    assert (await tcp.send(broker.address)).code == ResponseCode.SUCCESS
+    (error,) = tcp.kinds("broker.connection_error")
+    assert error["error"] == "internal error: RuntimeError: planted bug"
+
+
+async def test_a_request_handler_that_raises_costs_its_connection_not_the_nameserver(monkeypatch):
+    from nameserver.processor import DefaultRequestProcessor
+
+    original = DefaultRequestProcessor.process_request
+
+    def buggy(self, request, channel, now):
+        if request.code == 999:
+            raise RuntimeError("planted bug")
+        return original(self, request, channel, now)
+
+    monkeypatch.setattr(DefaultRequestProcessor, "process_request", buggy)
+    server = NameServer()
+    async with trio.open_nursery() as nursery:
+        host, port = await nursery.start(server.serve_tcp, "127.0.0.1", 0)
+        victim = await Raw.dial(f"{host}:{port}")
+        await victim.send(RemotingCommand.request(999, opaque=1))
+        assert await victim.stream.receive_some(100) == b""
+        async with connect(host, port) as other:
+            reply = await other.invoke(RemotingCommand.request(RequestCode.GET_BROKER_CLUSTER_INFO), 3)
+            assert reply.code == ResponseCode.SUCCESS
+        nursery.cancel_scope.cancel()

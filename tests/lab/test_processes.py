@@ -126,7 +126,7 @@ def test_process_nodes_survive_what_clients_inflict(tmp_path):
                 stop = trio.Event()
                 async with trio.open_nursery() as nursery:
                     nursery.start_soon(produce, stop)
-                    stats = await churn(master, clients=60, concurrency=15, seed=3, topic="ChurnTopic", queues=4,
+                    stats = await churn(master, clients=60, concurrency=15, seed=3, topics=["ChurnTopic"], queues=4,
                                         ha_share=0.2)
                     stop.set()
                 assert stats.clients == 60 and not stats.errors, stats.errors[:3]
