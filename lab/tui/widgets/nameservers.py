@@ -16,17 +16,23 @@ class NameServers(Vertical):
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
         self.names: list[str] = []
+        self.model: LabModel | None = None  # the last shown
 
     def compose(self) -> ComposeResult:
         yield Tabs()
         yield Horizontal(id="ns-panels")
 
     def show(self, model: LabModel) -> None:
+        self.model = model
         if list(model.nameservers) != self.names:
-            self._build(list(model.nameservers))
+            self._build(list(model.nameservers))  # shown once mounted and laid out: see _arrange
+            return
+        self._show_panels()
+
+    def _show_panels(self) -> None:
         for panel in self.query(NameServerPanel):
             if panel.display:
-                panel.show(model)
+                panel.show(self.model)
 
     def _build(self, names: list[str]) -> None:
         self.names = names
@@ -51,3 +57,5 @@ class NameServers(Vertical):
         active = self.query_one(Tabs).active
         for panel in self.query(NameServerPanel):
             panel.display = not narrow or f"tab-{panel.nameserver}" == active
+        if self.model is not None:  # a panel new, resized or brought forward: draw it now, not at the next tick
+            self.call_after_refresh(self._show_panels)
