@@ -18,8 +18,7 @@ from dataclasses import dataclass, field
 import msgpack
 import trio
 
-from nameserver.protocol import RemotingCommand, RequestCode, ResponseCode, encode
-from nameserver.protocol.codes import FLAG_RESPONSE
+from nameserver.protocol import FrameDecoder, RemotingCommand, RequestCode, ResponseCode, encode
 
 from .ha import HA_TRANSFER
 from .pull import FLAG_SUSPEND
@@ -38,33 +37,32 @@ class ChurnStats:
 class _Client:
     def __init__(self, stream: trio.SocketStream):
         self.stream = stream
-        self.buffer = b""
+        self.decoder = FrameDecoder()
+        self.arrived: list[RemotingCommand] = []
         self.opaque = 0
 
-    async def call(self, command: RemotingCommand) -> tuple[dict, bytes]:
+    async def call(self, command: RemotingCommand) -> RemotingCommand:
         """Send and wait for the reply (skipping notifications the broker sends us)."""
         await self.send(command)
         while True:
-            header, body = await self.frame()
-            if header.get("flag", 0) & FLAG_RESPONSE and header.get("opaque") == self.opaque:
-                return header, body
+            reply = await self.frame()
+            if reply.is_response and reply.opaque == self.opaque:
+                return reply
 
     async def send(self, command: RemotingCommand) -> None:
         self.opaque += 1
         command.opaque = self.opaque
         await self.stream.send_all(encode(command))
 
-    async def frame(self) -> tuple[dict, bytes]:
-        while len(self.buffer) < 4 or len(self.buffer) < 4 + struct.unpack(">i", self.buffer[:4])[0]:
+    async def frame(self) -> RemotingCommand:
+        while not self.arrived:
             data = await self.stream.receive_some(65536)
             if not data:
                 raise trio.BrokenResourceError("closed by the broker")
-            self.buffer += data
-        length, word = struct.unpack(">ii", self.buffer[:8])
-        header_end = 8 + (word & 0xFFFFFF)
-        header, body = json.loads(self.buffer[8:header_end]), self.buffer[header_end:4 + length]
-        self.buffer = self.buffer[4 + length:]
-        return header, body
+            self.arrived += self.decoder.feed(data)
+            if self.decoder.error is not None:
+                raise ValueError(f"the broker sent an undecodable frame: {self.decoder.error}")
+        return self.arrived.pop(0)
 
     async def leave(self, rst: bool) -> None:
         if rst:
@@ -100,16 +98,16 @@ async def _behave(client: _Client, name: str, rng: random.Random, stats: ChurnSt
     group = f"churn-{rng.randrange(groups)}"
     consumer = {"groupName": group, "consumeType": "CONSUME_PASSIVELY", "messageModel": "CLUSTERING",
                 "subscriptionDataSet": [{"topic": topic, "subString": "*"}]}
-    beat, _ = await client.call(RemotingCommand.request(RequestCode.HEART_BEAT, body=json.dumps(
+    beat = await client.call(RemotingCommand.request(RequestCode.HEART_BEAT, body=json.dumps(
         {"clientID": f"127.0.0.1@{name}", "consumerDataSet": [consumer]}).encode()))
-    if beat["code"] != ResponseCode.SUCCESS:
-        raise ValueError(f"heartbeat answered {beat['code']}")
+    if beat.code != ResponseCode.SUCCESS:
+        raise ValueError(f"heartbeat answered {beat.code}")
     if rng.random() < ha_share:  # a slave catches up, then is up to date: the master holds its transfer
         stats.transfers += 1
         state = {"offset": 0, "syncOffsets": False}
         while True:
-            _, body = await client.call(RemotingCommand.request(HA_TRANSFER, body=msgpack.packb(state)))
-            data = msgpack.unpackb(body or b"\x80")
+            reply = await client.call(RemotingCommand.request(HA_TRANSFER, body=msgpack.packb(state)))
+            data = msgpack.unpackb(reply.body or b"\x80")
             if not data.get("commitLog") and "topicConfig" not in data:
                 break
             state["offset"] += len(data.get("commitLog", b""))
@@ -117,17 +115,17 @@ async def _behave(client: _Client, name: str, rng: random.Random, stats: ChurnSt
                 state["dataVersion"] = data["topicConfig"]["dataVersion"]
         await client.send(RemotingCommand.request(HA_TRANSFER, body=msgpack.packb(state)))  # held till data
     queue_id = rng.randrange(queues)
-    header, _ = await client.call(RemotingCommand.request(RequestCode.GET_MAX_OFFSET, {"topic": topic, "queueId": queue_id}))
-    offset = int(header["extFields"]["offset"])
+    reply = await client.call(RemotingCommand.request(RequestCode.GET_MAX_OFFSET, {"topic": topic, "queueId": queue_id}))
+    offset = reply.require_int("offset")
     while True:  # a consumer's long polls, one after another, from the queue's end
         stats.pulls_held += 1
-        reply, _ = await client.call(RemotingCommand.request(RequestCode.PULL_MESSAGE, {
+        reply = await client.call(RemotingCommand.request(RequestCode.PULL_MESSAGE, {
             "consumerGroup": group, "topic": topic, "queueId": queue_id, "queueOffset": offset, "maxMsgNums": 32,
             "sysFlag": FLAG_SUSPEND, "commitOffset": 0, "suspendTimeoutMillis": 15000, "subVersion": 0}))
-        if reply["code"] in (ResponseCode.SUCCESS, ResponseCode.PULL_NOT_FOUND, ResponseCode.PULL_RETRY_IMMEDIATELY):
-            offset = int(reply["extFields"]["nextBeginOffset"])
+        if reply.code in (ResponseCode.SUCCESS, ResponseCode.PULL_NOT_FOUND, ResponseCode.PULL_RETRY_IMMEDIATELY):
+            offset = reply.require_int("nextBeginOffset")
         else:
-            raise ValueError(f"pull answered {reply['code']}: {reply.get('remark')}")
+            raise ValueError(f"pull answered {reply.code}: {reply.remark}")
 
 
 async def churn(address: str, *, clients: int, concurrency: int, seed: int, topics: list[str], queues: int,

