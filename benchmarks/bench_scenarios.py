@@ -7,8 +7,8 @@ import time
 
 from _common import cpu_stat, figure, other_load_note, title
 
-from lab import scenarios
-from lab.runner import RunOptions
+from lab.control import scenarios
+from lab.run.runner import RunOptions
 
 
 def main() -> None:

@@ -1,6 +1,6 @@
 """Soak: the socket lab (the default cluster on real loopback sockets, at real time) while 200 raw
 clients connect, heartbeat, long-poll (some hold HA transfers) and leave — mostly by RST — for 60 s,
-from a process of their own (python -m lab.churn).
+from a process of their own (python -m lab.control.churn).
 
 Figures, with their targets:
   - the lab's own sends that failed meanwhile (an attempt answered with anything but success, or a
@@ -29,7 +29,7 @@ import trio
 from _common import cpu_stat, figure, other_load_note, rss_kib, title
 
 from lab.config import LabConfig
-from lab.runner import RunOptions, run_cluster
+from lab.run.runner import RunOptions, run_cluster
 
 ALIVE = 200
 SECONDS = float(os.environ.get("NSLAB_SOAK_SECONDS", "60"))
@@ -128,7 +128,7 @@ async def soak() -> None:
 
         nursery.start_soon(sample)
         child = await trio.run_process(
-            [sys.executable, "-m", "lab.churn", "--alive", str(ALIVE), "--seconds", str(SECONDS),
+            [sys.executable, "-m", "lab.control.churn", "--alive", str(ALIVE), "--seconds", str(SECONDS),
              "--topics", ",".join(topics), "--queues", str(LabConfig().cluster.queuesPerTopic), *masters],
             capture_stdout=True, capture_stderr=True, check=False)
         watch.counting = False
@@ -180,7 +180,7 @@ async def soak() -> None:
 def main() -> None:
     title(f"Soak: {ALIVE} raw clients connecting, long-polling and leaving (mostly by RST) for {SECONDS:g} s "
           "against the socket lab's brokers, the default producers running")
-    print("  command: python benchmarks/bench_soak.py  (the lab in this process; the churn: python -m lab.churn)")
+    print("  command: python benchmarks/bench_soak.py  (the lab in this process; the churn: python -m lab.control.churn)")
     trio.run(soak)
 
 

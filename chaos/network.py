@@ -421,7 +421,7 @@ class TcpNetwork(Network):
 
     async def relay_port(self, src: str, dst: str) -> int:
         """The port of the relay for the link src -> dst, started on first use. A node run as its
-        own process (lab/child.py) dials its peers at these ports, so its links pass the relays too."""
+        own process (lab/run/child.py) dials its peers at these ports, so its links pass the relays too."""
         port = self._relays.get((src, dst))
         if port is None:
             port = self._relays[(src, dst)] = await self.nursery.start(self._relay, src, dst)

@@ -14,13 +14,13 @@ import trio
 
 from nameserver import cli as nameserver_cli
 
-# lab.scenarios and chaos.scenario are imported by the commands that use them: `nslab up` without a
+# lab.control.scenarios and chaos.scenario are imported by the commands that use them: `nslab up` without a
 # scenario need not load them.
-from . import live
+from .control import live
 from .config import ConfigError, load_config
-from .control import LabControl, vocabulary
+from .control.faults import LabControl, vocabulary
 from .events import read_events
-from .runner import RunOptions, deterministic_scheduling, make_clock, run_cluster
+from .run.runner import RunOptions, deterministic_scheduling, make_clock, run_cluster
 from .pipeline.cli import add_commands as add_pipeline_commands
 from .workshop.cli import add_commands as add_workshop_commands
 
@@ -107,7 +107,7 @@ def run_up(args: argparse.Namespace) -> int:
             return _fail("up", "a headless scenario is `nslab run NAME`")
         from chaos.scenario import ScenarioError
 
-        from . import scenarios
+        from .control import scenarios
         try:
             play = scenarios.Play(scenarios.prepare(args.scenario, seed=args.seed, overrides=args.set))
         except (ScenarioError, ConfigError) as e:
@@ -195,7 +195,7 @@ def run_replay(args: argparse.Namespace) -> int:
 def run_scenario(args: argparse.Namespace) -> int:
     from chaos.scenario import ScenarioError
 
-    from . import scenarios
+    from .control import scenarios
 
     try:
         prepared = scenarios.prepare(args.scenario, seed=args.seed, overrides=args.set)
@@ -231,7 +231,7 @@ def run_scenario(args: argparse.Namespace) -> int:
 def list_scenarios(args: argparse.Namespace) -> int:
     from chaos.scenario import load_scenario
 
-    from . import scenarios
+    from .control import scenarios
 
     for path in scenarios.bundled():
         scenario = load_scenario(path, vocabulary())

@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 import trio
 
-from lab.remoting import LAB_SERIALIZE_TYPE, ChannelTable, Node, request
+from lab.remoting.channels import LAB_SERIALIZE_TYPE, ChannelTable, Node, request
 from nameserver import bodies
 from nameserver.client import RemotingError, RemotingTimeoutError
 from nameserver.protocol import RemotingCommand, RequestCode, ResponseCode

@@ -19,9 +19,9 @@ import logging
 
 import trio
 
-from lab.message import MessageFormatError, decode_messages, offset_msg_id
-from lab.handover import Handover
-from lab.remoting import Node
+from lab.remoting.message import MessageFormatError, decode_messages, offset_msg_id
+from lab.remoting.handover import Handover
+from lab.remoting.channels import Node
 from nameserver.client import RemotingError
 from nameserver.protocol import ResponseCode
 from nameserver.routes import MASTER_ID, TopicRouteData

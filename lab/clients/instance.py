@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import trio
 
 from chaos.clock import sleep_until
-from lab.remoting import ChannelTable, Node
+from lab.remoting.channels import ChannelTable, Node
 from nameserver.client import RemotingError
 from nameserver.protocol import RemotingCommand, RequestCode
 from nameserver.routes import MASTER_ID, TopicRouteData

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 import trio
 
 from chaos.clock import Timers, timer_source
-from lab.handover import Handover
-from lab.message import encode_properties
-from lab.remoting import Node
+from lab.remoting.handover import Handover
+from lab.remoting.message import encode_properties
+from lab.remoting.channels import Node
 from nameserver.client import RemotingError
 from nameserver.routes import TopicRouteData
 

@@ -7,7 +7,7 @@ from urllib.parse import urlsplit
 
 import trio
 
-from lab.remoting import Node
+from lab.remoting.channels import Node
 
 from .namesrv import addrs_from_address_server
 

@@ -17,9 +17,9 @@ from concurrent.futures import ThreadPoolExecutor, TimeoutError
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from lab import scenarios
+from lab.control import scenarios
 from lab.config import ConfigError
-from lab.runner import RunOptions
+from lab.run.runner import RunOptions
 
 MANIFEST = "sweep.json"
 

@@ -3,7 +3,7 @@ model, presets for toxics and topic growth. The result is always `nslab chaos` w
 
 from __future__ import annotations
 
-from ..control import vocabulary
+from lab.control.faults import vocabulary
 from .model import LabModel
 
 HELP = {spec.name: spec.help for spec in vocabulary().specs.values()}

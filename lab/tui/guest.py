@@ -26,11 +26,11 @@ import trio
 
 from chaos.faults import FaultError
 
-from .. import live
+from lab.control import live
 from ..config import LabConfig
-from ..control import LabControl, vocabulary
-from ..runner import RunOptions, deterministic_scheduling, make_clock, run_cluster
-from ..scenarios import Play
+from lab.control.faults import LabControl, vocabulary
+from lab.run.runner import RunOptions, deterministic_scheduling, make_clock, run_cluster
+from lab.control.scenarios import Play
 from .source import STEP, Source
 
 STOP_TIMEOUT = 30.0  # real seconds for the graceful shutdown after `q`

@@ -196,7 +196,7 @@ class LabModel:
             view = self.nodes[name] = NodeView(name, role)
             if role == "nameserver":
                 self.nameservers[name] = NameServerView()
-            elif role == "broker":  # named <brokerName>-<brokerId> (lab/topology.py)
+            elif role == "broker":  # named <brokerName>-<brokerId> (lab/run/topology.py)
                 broker_name, _, broker_id = name.rpartition("-")
                 self.brokers[name] = BrokerView(broker_name, int(broker_id) if broker_id.isdigit() else 0)
             elif role in ("producer", "consumer"):

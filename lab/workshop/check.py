@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from lab import scenarios
+from lab.control import scenarios
 from lab.events import read_events
-from lab.runner import RunOptions
+from lab.run.runner import RunOptions
 
 from . import DEFAULT_DIR
 from .course import Exercise

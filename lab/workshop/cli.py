@@ -127,9 +127,9 @@ def run_check(ex: Exercise, args: argparse.Namespace) -> int:
 
 
 def run_up(ex: Exercise, args: argparse.Namespace) -> int:
-    from lab import scenarios
+    from lab.control import scenarios
     from lab.cli import run_tui
-    from lab.runner import RunOptions
+    from lab.run.runner import RunOptions
 
     from . import check as checking
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from lab import scenarios
+from lab.control import scenarios
 
 HERE = Path(__file__).resolve().parent
 EXERCISES_DIR = HERE / "exercises"

@@ -10,11 +10,11 @@ import trio
 from trio.testing import MockClock
 
 from chaos.network import SimNetwork, TcpNetwork
-from lab.broker import Broker
+from lab.broker.server import Broker
 from lab.config import LabConfig
 from lab.events import EventLog
-from lab.remoting import ChannelTable, Node
-from lab.store import MessageStore
+from lab.remoting.channels import ChannelTable, Node
+from lab.broker.store import MessageStore
 from nameserver.protocol import RemotingCommand, RequestCode
 from nameserver.routes import TopicConfig
 from nameserver.server import NameServer

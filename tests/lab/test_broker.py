@@ -7,9 +7,9 @@ import struct
 import pytest
 import trio
 
-from lab.message import decode_messages, encode_batch, offset_msg_id
-from lab.pull import CONSUME_SLOWLY_LAG, FLAG_SUSPEND
-from lab.store import MessageStore
+from lab.remoting.message import decode_messages, encode_batch, offset_msg_id
+from lab.broker.pull import CONSUME_SLOWLY_LAG, FLAG_SUSPEND
+from lab.broker.store import MessageStore
 from nameserver import bodies
 from nameserver.client import RemotingError
 from nameserver.protocol import RemotingCommand, RequestCode, ResponseCode, SerializeType, encode

@@ -2,9 +2,9 @@
 
 import pytest
 
-from lab.consumer_manager import ConsumerData, ConsumerManager, HeartbeatError, parse_heartbeat
-from lab.pull import consumer_offset_reply, decide_pull
-from lab.topic_config import TopicConfigManager
+from lab.broker.consumer_manager import ConsumerData, ConsumerManager, HeartbeatError, parse_heartbeat
+from lab.broker.pull import consumer_offset_reply, decide_pull
+from lab.broker.topic_config import TopicConfigManager
 from nameserver.protocol import ResponseCode
 from nameserver.routes import DataVersion, TopicConfig
 

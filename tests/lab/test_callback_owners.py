@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import pytest
 
-from lab.broker import ClientChannel
+from lab.broker.server import ClientChannel
 from lab.clients.consumer import Consumer
 from lab.clients.producer import _Sending
 from lab.config import LabConfig
-from lab.ha import HAClient
-from lab.runner import RunOptions, run
+from lab.broker.ha import HAClient
+from lab.run.runner import RunOptions, run
 
 
 class Bug(RuntimeError):

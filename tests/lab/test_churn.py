@@ -7,12 +7,12 @@ from __future__ import annotations
 import trio
 
 from chaos.network import TcpNetwork
-from lab.broker import Broker
-from lab.churn import churn
+from lab.broker.server import Broker
+from lab.control.churn import churn
 from lab.config import LabConfig
 from lab.events import EventLog
-from lab.remoting import Node
-from lab.store import MessageStore
+from lab.remoting.channels import Node
+from lab.broker.store import MessageStore
 from nameserver.client import connect
 from nameserver.protocol import RemotingCommand, RequestCode, ResponseCode
 from nameserver.routes import TopicConfig

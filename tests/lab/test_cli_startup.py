@@ -9,7 +9,7 @@ NSLAB = str(Path(sys.executable).with_name("nslab"))
 
 def test_the_parser_does_not_load_the_scenarios_or_the_workshop():
     code = ("import sys, lab.cli; lab.cli.build_parser(); "
-            "print(sorted(m for m in ('lab.scenarios', 'chaos.scenario', 'lab.workshop.check', "
+            "print(sorted(m for m in ('lab.control.scenarios', 'chaos.scenario', 'lab.workshop.check', "
             "'lab.workshop.course', 'lab.workshop.override') if m in sys.modules))")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]"

@@ -15,8 +15,8 @@ from lab.clients.errors import MQClientError
 from lab.clients.instance import MQClientInstance
 from lab.clients.producer import Producer
 from lab.config import LabConfig
-from lab.remoting import Node
-from lab.store import MessageStore
+from lab.remoting.channels import Node
+from lab.broker.store import MessageStore
 from nameserver.server import NameServer
 
 TOPIC = "TopicTest"  # the topic conftest's brokers serve, 4 queues each

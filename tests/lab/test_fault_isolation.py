@@ -14,9 +14,9 @@ import msgpack
 import pytest
 import trio
 
-from lab.ha import HA_TRANSFER
-from lab.pull import FLAG_SUSPEND
-from lab.store import MessageStore
+from lab.broker.ha import HA_TRANSFER
+from lab.broker.pull import FLAG_SUSPEND
+from lab.broker.store import MessageStore
 from nameserver.client import connect
 from nameserver.protocol import FrameDecoder, RemotingCommand, RequestCode, ResponseCode, encode
 from nameserver.server import NameServer
@@ -228,7 +228,7 @@ async def test_a_lab_nameserver_records_a_lone_surrogate_topic_without_losing_it
 # --- a handler's own bug --------------------------------------------------------------------------
 
 async def test_a_request_handler_that_raises_costs_its_connection_not_the_broker(tcp, monkeypatch):
-    from lab.broker import Broker
+    from lab.broker.server import Broker
 
     original = Broker._process
 

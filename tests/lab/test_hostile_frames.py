@@ -18,12 +18,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from chaos.network import TcpNetwork
-from lab.broker import Broker
+from lab.broker.server import Broker
 from lab.config import LabConfig
 from lab.events import EventLog
-from lab.message import decode_messages
-from lab.remoting import Node
-from lab.store import MessageStore
+from lab.remoting.message import decode_messages
+from lab.remoting.channels import Node
+from lab.broker.store import MessageStore
 from nameserver import bodies
 from nameserver.client import connect
 from nameserver.protocol import RemotingCommand, RequestCode, ResponseCode, SerializeType

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lab.message import (
+from lab.remoting.message import (
     MESSAGE_MAGIC_CODE, MessageExt, MessageFormatError, decode_batch, decode_messages, decode_properties,
     encode_batch, encode_message, encode_properties, offset_msg_id, record_size,
 )

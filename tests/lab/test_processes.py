@@ -92,7 +92,7 @@ def test_process_nodes_survive_what_clients_inflict(tmp_path):
     surrogate, a killed slave. Every send succeeds and no node crashes."""
     import trio
 
-    from lab.churn import churn
+    from lab.control.churn import churn
     from nameserver.client import connect
     from nameserver.protocol import RemotingCommand, RequestCode, ResponseCode
 

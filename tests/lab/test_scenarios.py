@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from lab import expectations, scenarios
+from lab.control import expectations, scenarios
 from lab.config import ConfigError
-from lab.runner import RunOptions
+from lab.run.runner import RunOptions
 from chaos.scenario import ScenarioError
 
 VIOLATIONS = Path(__file__).parent / "violations"

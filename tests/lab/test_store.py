@@ -2,8 +2,8 @@
 
 import pytest
 
-from lab.message import MessageExt, decode_messages, encode_message, offset_msg_id
-from lab.store import MessageStore
+from lab.remoting.message import MessageExt, decode_messages, encode_message, offset_msg_id
+from lab.broker.store import MessageStore
 
 HOST = "127.0.0.1:10911"
 

@@ -9,7 +9,7 @@ import pytest
 from tui_support import live_app, run_app, screen_text, started, wait_until
 from textual.widgets import OptionList
 
-from lab import live
+from lab.control import live
 from lab.tui.screens.partition import PartitionScreen
 from lab.tui.screens.pick import PickScreen
 

@@ -12,7 +12,7 @@ import sys
 from tui_support import EXPIRED_AT, build_log
 
 from lab.config import LabConfig
-from lab.runner import RunOptions
+from lab.run.runner import RunOptions
 from lab.tui import guest
 from lab.tui.responsive import AT_MOST, EVERY, NEVER, QUIET, SWITCH, Responsive
 from lab.tui.guest import HOLD, LiveLab

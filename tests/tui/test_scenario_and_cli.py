@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from tui_support import live_app, run_app, screen_text, started, wait_until
 
-from lab import cli, scenarios
+from lab import cli
+from lab.control import scenarios
 
 SCENARIO = """\
 # A tiny scenario for the TUI tests: kill a master, expect every NameServer to drop it.

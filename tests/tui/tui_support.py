@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 
 from lab.config import LabConfig
-from lab.runner import RunOptions
+from lab.run.runner import RunOptions
 from lab.tui.app import LabApp
 from lab.tui.guest import LiveLab
 from lab.tui.replay import Replay

@@ -19,8 +19,8 @@ import trio
 
 from chaos.faults import FaultError
 
-from .cluster import Cluster
-from .control import LabControl, vocabulary
+from lab.run.cluster import Cluster
+from .faults import LabControl, vocabulary
 
 MAX_REQUEST = 64 * 1024
 

@@ -26,8 +26,8 @@ from chaos.links import Links
 from chaos.network import Network, SimNetwork, TcpNetwork
 
 from .cluster import Cluster
-from .config import LabConfig
-from .events import EventLog
+from lab.config import LabConfig
+from lab.events import EventLog
 
 VERSION = "0.1.0"
 

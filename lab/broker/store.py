@@ -20,7 +20,7 @@ from typing import BinaryIO, NamedTuple
 
 import msgpack
 
-from .message import MessageExt, RecordIndex, decode_messages, encode_message, index_records, offset_msg_id
+from lab.remoting.message import MessageExt, RecordIndex, decode_messages, encode_message, index_records, offset_msg_id
 
 
 class PutMessageResult(NamedTuple):

@@ -20,8 +20,8 @@ import trio
 
 from nameserver.protocol import FrameDecoder, RemotingCommand, RequestCode, ResponseCode, encode
 
-from .ha import HA_TRANSFER
-from .pull import FLAG_SUSPEND
+from lab.broker.ha import HA_TRANSFER
+from lab.broker.pull import FLAG_SUSPEND
 
 
 @dataclass
@@ -167,12 +167,12 @@ async def churn_steadily(addresses: list[str], *, alive: int, seconds: float, se
 
 
 def main(argv: list[str] | None = None) -> None:
-    """python -m lab.churn --alive N --seconds S --topics A,B --queues Q BROKER_ADDR...: churn the
+    """python -m lab.control.churn --alive N --seconds S --topics A,B --queues Q BROKER_ADDR...: churn the
     brokers from a process of its own, then print the stats as one JSON line."""
     import argparse
     from dataclasses import asdict
 
-    parser = argparse.ArgumentParser(prog="python -m lab.churn", description=main.__doc__)
+    parser = argparse.ArgumentParser(prog="python -m lab.control.churn", description=main.__doc__)
     parser.add_argument("addresses", nargs="+")
     parser.add_argument("--alive", type=int, default=200)
     parser.add_argument("--seconds", type=float, default=60.0)

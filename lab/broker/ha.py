@@ -37,9 +37,9 @@ from nameserver.client import RemotingError
 from nameserver.protocol import RemotingCommand, ResponseCode
 from nameserver.routes import DataVersion
 
-from .handover import Handover
-from .message import MessageFormatError
-from .remoting import ChannelTable, Node, request
+from lab.remoting.handover import Handover
+from lab.remoting.message import MessageFormatError
+from lab.remoting.channels import ChannelTable, Node, request
 from .store import MessageStore
 from .topic_config import TopicConfigManager
 

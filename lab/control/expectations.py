@@ -25,8 +25,8 @@ from collections import Counter
 from chaos.checks import Check
 from chaos.scenario import ExpectSpec, Scenario
 
-from .config import LabConfig, parse_duration
-from .topology import Topology
+from lab.config import LabConfig, parse_duration
+from lab.run.topology import Topology
 
 
 class ClusterView:

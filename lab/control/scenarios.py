@@ -18,11 +18,11 @@ from chaos.checks import Checker, Result
 from chaos.faults import FaultError
 from chaos.scenario import Scenario, ScenarioError, load_scenario
 
-from . import expectations
-from .config import ConfigError, LabConfig, apply_overrides, apply_table
-from .control import LabControl, validate, vocabulary
-from .runner import RunOptions, deterministic_scheduling, make_clock, run_cluster
-from .topology import Topology, plan
+from lab.control import expectations
+from lab.config import ConfigError, LabConfig, apply_overrides, apply_table
+from .faults import LabControl, validate, vocabulary
+from lab.run.runner import RunOptions, deterministic_scheduling, make_clock, run_cluster
+from lab.run.topology import Topology, plan
 
 BUNDLED = Path(chaos.__file__).resolve().parent / "scenarios"
 TICK = 1.0  # seconds of run time between checks of time-based expectations

@@ -12,9 +12,9 @@ import trio
 from chaos.faults import Fault, FaultError, VerbSpec, Vocabulary
 from nameserver.protocol import RequestCode, ResponseCode
 
-from .cluster import Cluster
-from .config import parse_duration
-from .remoting import ChannelTable, request
+from lab.run.cluster import Cluster
+from lab.config import parse_duration
+from lab.remoting.channels import ChannelTable, request
 
 LAB_VERBS = [
     VerbSpec("ns-down", "node", "kill a NameServer, or every one: ns-down ns-0 | all"),

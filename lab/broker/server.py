@@ -3,7 +3,7 @@
 It registers with every NameServer (at start, then every registerNameServerPeriod, and whenever its
 topics change), stores messages in a MessageStore, answers producers and consumers (send, pull with
 long polling, offsets, heartbeats, consumer lists, locks, send-back), and a slave replicates its
-master (lab/ha.py). The decisions live in plain modules — pull.py, consumer_manager.py,
+master (lab/broker/ha.py). The decisions live in plain modules — pull.py, consumer_manager.py,
 topic_config.py — and this one is their trio edge.
 
 Kill: cancel run(); every connection is closed on the way out, so peers see the close at once.
@@ -32,17 +32,17 @@ from nameserver.protocol import RemotingCommand, RequestCode, ResponseCode, Seri
 from nameserver.protocol.codes import FAQ_URL_NO_ROUTE, PERM_READ, PERM_WRITE
 from nameserver.routes import TopicConfig
 
-from .broker_outer_api import BrokerIdentity, BrokerOuterAPI
+from .outer_api import BrokerIdentity, BrokerOuterAPI
 from .consumer_manager import ConsumerManager, parse_heartbeat
 from .ha import COMMIT_LOG, HA_TRANSFER, HAClient, HAService
 from .long_polling import PullRequestHoldService
-from .message import MessageExt, decode_batch, decode_properties, offset_msg_id
+from lab.remoting.message import MessageExt, decode_batch, decode_properties, offset_msg_id
 from .pull import FLAG_COMMIT_OFFSET, FLAG_SUSPEND, consumer_offset_reply, decide_pull
-from .remoting import ChannelTable, Node
+from lab.remoting.channels import ChannelTable, Node
 from .store import MessageStore, PutMessageResult
 from .topic_config import PERM_RW, TopicConfigManager, retry_topic
 
-log = logging.getLogger("lab.broker")
+log = logging.getLogger("lab.broker.server")
 
 FIRST_REGISTER_DELAY = 10.0  # the periodic registration starts 10 s after the first one
 CLIENT_HOUSEKEEPING_INTERVAL = 10.0  # ClientHousekeepingService scans every 10 s
@@ -136,7 +136,7 @@ class Broker:
 
     @property
     def identity(self) -> BrokerIdentity:
-        # HA runs on the remoting port (lab/ha.py), so the HA address is the broker's own.
+        # HA runs on the remoting port (lab/broker/ha.py), so the HA address is the broker's own.
         return BrokerIdentity(self.cluster_name, self.address, self.broker_name, self.broker_id, self.address)
 
     # --- life cycle -------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """One lab node (a NameServer or a broker) as its own OS process: `nslab up --processes`.
 
-    python -m lab.child SPEC_JSON
+    python -m lab.run.child SPEC_JSON
 
 SPEC: {"role", "name", "port", "config" (LabConfig dict), "seed", "run_dir",
        "peers" {address: relay port}, "namesrv" [addresses], "parent" pid}
@@ -31,8 +31,8 @@ from chaos.links import Links
 from chaos.network import TcpNetwork
 
 from .cluster import Cluster
-from .config import LabConfig, apply_table
-from .events import EventLog, pack_record
+from lab.config import LabConfig, apply_table
+from lab.events import EventLog, pack_record
 
 PR_SET_PDEATHSIG = 1
 

@@ -1,7 +1,7 @@
 """Nodes as supervised trio tasks: each runs in its own cancel scope, so a kill is a cancel.
 
 A node's `body(task_status)` runs until cancelled and reports its address through task_status.
-The supervisor knows nothing of RocketMQ; lab/cluster.py decides what each node is.
+The supervisor knows nothing of RocketMQ; lab/run/cluster.py decides what each node is.
 """
 
 from __future__ import annotations

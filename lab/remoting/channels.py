@@ -19,8 +19,8 @@ from chaos.network import Network
 from nameserver.client import RemotingClient, RemotingError, ReplyCallback
 from nameserver.protocol import RemotingCommand, SerializeType
 
-from .config import LabConfig
-from .events import EventLog
+from lab.config import LabConfig
+from lab.events import EventLog
 
 LAB_SERIALIZE_TYPE = SerializeType.MSGPACK  # the lab's own nodes speak msgpack to each other
 

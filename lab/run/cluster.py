@@ -22,16 +22,16 @@ from chaos.network import Network
 from nameserver.config import NamesrvConfig
 from nameserver.server import NameServer
 
-from .broker import Broker
-from .clients.consumer import Consumer
-from .clients.instance import MQClientInstance
-from .clients.producer import Producer
-from .config import LabConfig
-from .events import EventLog
+from lab.broker.server import Broker
+from lab.clients.consumer import Consumer
+from lab.clients.instance import MQClientInstance
+from lab.clients.producer import Producer
+from lab.config import LabConfig
+from lab.events import EventLog
 from .fake_data import Bodies
-from .store import MessageStore
+from lab.broker.store import MessageStore
 from .nstables import snapshot
-from .remoting import Node
+from lab.remoting.channels import Node
 from .supervisor import NodeHandle, Supervisor
 from .topology import Topology, plan
 
@@ -45,7 +45,7 @@ class Cluster:
         self.seed = seed
         self.sockets = sockets
         self.run_dir = run_dir
-        self.processes = processes  # NameServers and brokers as child processes (lab/child.py)
+        self.processes = processes  # NameServers and brokers as child processes (lab/run/child.py)
         self.pids: dict[str, int] = {}  # node -> pid of its running process (processes mode)
         self.topology: Topology = plan(config, seed)
         self.nameservers: dict[str, NameServer] = {}
@@ -161,7 +161,7 @@ class Cluster:
     # --- nodes as processes (nslab up --processes) -------------------------------------------------
 
     async def _run_process(self, name: str, role: str, task_status) -> None:
-        """Run a node as `python -m lab.child` and re-emit its events; a kill (cancel) is SIGKILL.
+        """Run a node as `python -m lab.run.child` and re-emit its events; a kill (cancel) is SIGKILL.
         The child sits in its own process group, so a terminal's Ctrl-C reaches only the lab,
         which then stops every child itself; PR_SET_PDEATHSIG covers the lab dying abruptly."""
         peers = {}
@@ -172,9 +172,9 @@ class Cluster:
                 "seed": self.seed, "run_dir": str(self.run_dir or self._make_run_dir()), "peers": peers,
                 "namesrv": self.namesrv_addrs, "parent": os.getpid()}
         # Forked here, in trio's thread, not with trio.lowlevel.open_process: that forks in a worker
-        # thread, and PR_SET_PDEATHSIG (lab/child.py) fires when the forking *thread* exits — an
+        # thread, and PR_SET_PDEATHSIG (lab/run/child.py) fires when the forking *thread* exits — an
         # idle worker thread retires after seconds and would take the child with it.
-        process = subprocess.Popen([sys.executable, "-m", "lab.child", json.dumps(spec)],
+        process = subprocess.Popen([sys.executable, "-m", "lab.run.child", json.dumps(spec)],
                                    stdout=subprocess.PIPE, start_new_session=True)
         stdout = trio.lowlevel.FdStream(os.dup(process.stdout.fileno()))
         process.stdout.close()

@@ -16,7 +16,7 @@ from nameserver.client import RemotingError
 from nameserver.protocol import RemotingCommand, RequestCode, ResponseCode, crc32
 from nameserver.routes import DataVersion, TopicConfig
 
-from .remoting import LAB_SERIALIZE_TYPE, ChannelTable, Node, request
+from lab.remoting.channels import LAB_SERIALIZE_TYPE, ChannelTable, Node, request
 
 UNREGISTER_TIMEOUT = 3.0  # seconds, per NameServer
 

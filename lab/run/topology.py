@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from nameserver.routes import TopicConfig
 
-from .config import LabConfig
+from lab.config import LabConfig
 from .fake_data import topic_names
 
 NAMESERVER_BASE_PORT = 9876
