@@ -21,10 +21,10 @@ from .config import ConfigError, load_config
 from .control.faults import LabControl, vocabulary
 from .events import read_events
 from .run.runner import RunOptions, deterministic_scheduling, make_clock, run_cluster
+from .tui import launch
 from .pipeline.cli import add_commands as add_pipeline_commands
 from .workshop.cli import add_commands as add_workshop_commands
 
-TUI_SPEED = 4.0  # the UI's default: a 120 s expiry takes 30 s on screen
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -65,7 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
     rp = sub.add_parser("replay", help="open a recorded event log in the UI", description=(
         "Open an event log (nslab up/run --events FILE) in the lab's views: play, pause, step, jump."))
     rp.add_argument("events", type=Path, metavar="EVENTS")
-    rp.add_argument("--speed", type=float, default=TUI_SPEED, help="playback speed (default %(default)g)")
+    rp.add_argument("--speed", type=float, default=launch.TUI_SPEED, help="playback speed (default %(default)g)")
     rp.set_defaults(run=run_replay)
 
     sc = sub.add_parser("scenarios", help="list the bundled scenarios, a line each")
@@ -125,7 +125,7 @@ def run_up(args: argparse.Namespace) -> int:
     elif args.seed is not None:
         options.seed = args.seed
     if not args.headless:
-        return run_tui(config, options, play)
+        return launch.run_tui(config, options, play)
     if options.sim:
         deterministic_scheduling(options.seed)
     mode = "sim" if options.sim else "sockets"
@@ -162,32 +162,14 @@ def run_up(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_tui(config, options: RunOptions, play) -> int:
-    from .tui.app import LabApp  # here only: headless runs need not pay for importing Textual
-    from .tui.guest import LiveLab
-    from .tui.responsive import Responsive
-
-    if options.speed is None:
-        options.speed = TUI_SPEED
-    app = LabApp(LiveLab(config, options, play), Responsive())
-    app.run()
-    return app.return_code or 0
-
-
 def run_replay(args: argparse.Namespace) -> int:
-    from .tui.app import LabApp
-    from .tui.replay import Replay
-    from .tui.responsive import Responsive
-
     try:
         records = list(read_events(args.events))
     except OSError as e:
         return _fail("replay", e)
     if not records:
         return _fail("replay", f"{args.events}: no event records")
-    app = LabApp(Replay(records, speed=args.speed), Responsive())
-    app.run()
-    return app.return_code or 0
+    return launch.run_replay(records, args.speed)
 
 
 # --- nslab run / scenarios ----------------------------------------------------------------------

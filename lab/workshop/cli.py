@@ -128,7 +128,7 @@ def run_check(ex: Exercise, args: argparse.Namespace) -> int:
 
 def run_up(ex: Exercise, args: argparse.Namespace) -> int:
     from lab.control import scenarios
-    from lab.cli import run_tui
+    from lab.tui import launch
     from lab.run.runner import RunOptions
 
     from . import check as checking
@@ -139,4 +139,4 @@ def run_up(ex: Exercise, args: argparse.Namespace) -> int:
     with checking.overridden(ex, path):
         play = scenarios.Play(scenarios.prepare(str(ex.scenario_path)))
         options = RunOptions(sim=args.sim, speed=args.speed, seed=play.prepared.seed)
-        return run_tui(play.prepared.config, options, play)
+        return launch.run_tui(play.prepared.config, options, play)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from tui_support import live_app, run_app, screen_text, started, wait_until
 
 from lab import cli
+from lab.tui import launch
 from lab.control import scenarios
 
 SCENARIO = """\
@@ -53,7 +54,7 @@ def test_a_scenario_plays_in_the_tui_and_its_expectations_are_shown_as_decided(t
 
 def test_plain_nslab_and_nslab_up_open_the_tui(monkeypatch):
     opened = []
-    monkeypatch.setattr(cli, "run_tui", lambda config, options, play: opened.append((options, play)) or 0)
+    monkeypatch.setattr(launch, "run_tui", lambda config, options, play: opened.append((options, play)) or 0)
     assert cli.main([]) == 0
     assert cli.main(["up", "--sim", "--seed", "5", "--scenario", "broker-crash"]) == 0
     (plain, no_play), (sim, play) = opened

@@ -1,5 +1,5 @@
 """`nslab workshop up N` opens the lab on exercise N's scenario, with the chosen function swapped in
-while it runs; an unknown N is a clear message and exit 2. The app lab.cli.run_tui builds runs
+while it runs; an unknown N is a clear message and exit 2. The app lab.tui.launch.run_tui builds runs
 under Textual's Pilot here instead of taking over the terminal, on the simulated network."""
 
 from __future__ import annotations
@@ -12,13 +12,14 @@ import pytest
 
 import nameserver.routes
 from lab import cli
+from lab.tui import launch
 from lab.tui.app import LabApp
 from lab.tui.guest import LiveLab
 from lab.workshop.course import COURSE, get
 
 
 def run_under_pilot(seen: dict):
-    """Stands in for LabApp.run, which would take over the terminal: the app lab.cli.run_tui built
+    """Stands in for LabApp.run, which would take over the terminal: the app lab.tui.launch.run_tui built
     runs under Pilot until every node of the exercise's cluster is up, then stops gracefully."""
     def run(app: LabApp) -> None:
         model = app.source.model
@@ -62,7 +63,7 @@ def test_workshop_up_runs_the_exercises_scenario_with_the_solution_swapped_in(mo
 
 @pytest.mark.parametrize("number", [0, len(COURSE) + 1])
 def test_workshop_up_refuses_an_unknown_exercise(monkeypatch, capsys, number):
-    monkeypatch.setattr(cli, "run_tui", lambda *a: pytest.fail("no lab for an unknown exercise"))
+    monkeypatch.setattr(launch, "run_tui", lambda *a: pytest.fail("no lab for an unknown exercise"))
     assert cli.main(["workshop", "up", str(number), "--sim"]) == 2
     err = capsys.readouterr().err
     assert f"no exercise {number}: there are 1 to {len(COURSE)}" in err and "nslab workshop list" in err

@@ -1,0 +1,30 @@
+"""Opening the Textual lab: a live cluster (`nslab`, `nslab up`, `nslab workshop up`) or a recorded run
+(`nslab replay`). Textual is imported here only when a screen opens: headless runs need not pay for it."""
+
+from __future__ import annotations
+
+TUI_SPEED = 4.0  # the UI's default: a 120 s expiry takes 30 s on screen
+
+
+def run_tui(config, options, play=None) -> int:
+    """The live lab on screen until the user quits; the app's exit code."""
+    from .app import LabApp
+    from .guest import LiveLab
+    from .responsive import Responsive
+
+    if options.speed is None:
+        options.speed = TUI_SPEED
+    app = LabApp(LiveLab(config, options, play), Responsive())
+    app.run()
+    return app.return_code or 0
+
+
+def run_replay(records: list[dict], speed: float) -> int:
+    """A recorded event log on screen, in the same views."""
+    from .app import LabApp
+    from .replay import Replay
+    from .responsive import Responsive
+
+    app = LabApp(Replay(records, speed=speed), Responsive())
+    app.run()
+    return app.return_code or 0
