@@ -309,6 +309,7 @@ class _SimEnd(trio.abc.Stream):
 class _SimListener(trio.abc.Listener):
     def __init__(self, address: str):
         self.address = address
+        self.closed = False  # nothing listens here any more: connects are refused
         self._send, self._receive = trio.open_memory_channel(math.inf)
 
     async def accept(self) -> _SimEnd:
@@ -318,6 +319,7 @@ class _SimListener(trio.abc.Listener):
             raise trio.ClosedResourceError("listener closed") from None
 
     def close_now(self) -> None:
+        self.closed = True
         self._send.close()
 
     async def aclose(self) -> None:
@@ -327,21 +329,15 @@ class _SimListener(trio.abc.Listener):
 
 class SimNetwork(Network):
     def __init__(self, links: Links | None = None, *, seed: int = 0, next_port: int = 30000):
+        """Made inside trio: it runs on that run's clock and timers."""
         super().__init__(links, seed=seed)
         self._listening: dict[str, _SimListener] = {}
         self._next_port = next_port
         self._held: list[_SimEnd] = []  # ends whose next chunk waits for the link to change
-
-    # Both bound on first use, inside trio: the clock's own methods, as these run for every payload
-    # (trio.current_time() alone costs three calls).
-
-    def call_at(self, when: float, callback) -> None:
-        self.call_at = timer_source()
-        self.call_at(when, callback)
-
-    def now(self) -> float:
-        self.now = trio.lowlevel.current_clock().current_time
-        return self.now()
+        # The clock's own methods, as these run for every payload (trio.current_time() alone
+        # costs three calls).
+        self.call_at: Callable[[float, Callable[[], None]], object] = timer_source()
+        self.now: Callable[[], float] = trio.lowlevel.current_clock().current_time
 
     def _notify(self) -> None:
         super()._notify()
@@ -353,7 +349,7 @@ class SimNetwork(Network):
         if not port:
             port, self._next_port = self._next_port, self._next_port + 1
         address = f"127.0.0.1:{port}"
-        if address in self._listening and not self._listening[address]._send._closed:
+        if address in self._listening and not self._listening[address].closed:
             raise OSError(errno.EADDRINUSE, f"address {address} in use")
         listener = _SimListener(address)
         self._listening[address] = listener
@@ -370,7 +366,7 @@ class SimNetwork(Network):
         await trio.sleep(2 * plan.delay)  # the handshake's round trip
         if plan.action == "reset":
             raise ConnectionResetError(errno.ECONNRESET, f"connection to {address} reset")
-        if listener is None or listener._send._closed:
+        if listener is None or listener.closed:
             raise Unreachable(errno.ECONNREFUSED, f"connection to {address} refused")
         client, server = _SimEnd(self, src, dst), _SimEnd(self, dst, src)
         client.peer, server.peer = server, client

@@ -12,6 +12,7 @@ import itertools
 import logging
 import random
 from dataclasses import dataclass, field
+from typing import Callable
 
 import trio
 
@@ -41,6 +42,9 @@ class Node:
         # emit(kind, **fields): the event log's, with this node's name; a partial spares every
         # record a Python call and a copy of its fields.
         self.emit = functools.partial(self.events.emit, self.name)
+        # now(): the run's clock's own method (a node is made inside trio): trio.current_time()
+        # costs three calls, and producers and brokers ask for every message.
+        self.now: Callable[[], float] = trio.lowlevel.current_clock().current_time
         self.failure: Exception | None = None
         self._failed = trio.Event()
 
@@ -58,11 +62,6 @@ class Node:
         await self._failed.wait()
         raise self.failure
 
-    def now(self) -> float:
-        # Bound to the clock's own method on first use (inside trio): trio.current_time() costs
-        # three calls, and producers and brokers ask for every message.
-        self.now = trio.lowlevel.current_clock().current_time
-        return self.now()
 
 
 class ChannelTable:

@@ -51,7 +51,8 @@ class Cluster:
         self.nameservers: dict[str, NameServer] = {}
         self.brokers: dict[str, object] = {}
         self.clients: dict[str, object] = {}
-        self.stores: dict[str, object] = {}  # survive broker kills, as a disk would
+        self.stores: dict[str, MessageStore] = {}  # survive broker kills, as a disk would
+        self.topic_tables: dict[str, dict] = {}  # each broker's topic table: on its disk too
         self.supervisor: Supervisor | None = None
         self._tables_key: dict[str, object] = {}
 
@@ -124,7 +125,7 @@ class Cluster:
 
     def _broker_topics(self, name: str) -> dict:
         # The topic table is part of the broker's disk too: auto-created topics survive a restart.
-        return self.stores.setdefault(f"{name}:topics", dict(self.topology.topics))
+        return self.topic_tables.setdefault(name, dict(self.topology.topics))
 
     async def _run_producer(self, name: str, task_status) -> None:
         node = self.node(name)
@@ -269,8 +270,7 @@ class Cluster:
             for handle in self._handles(role):
                 await self.supervisor.stop(handle.name)
         for store in self.stores.values():
-            if isinstance(store, MessageStore):
-                store.close()  # every write was flushed already; this releases the files
+            store.close()  # every write was flushed already; this releases the files
 
     def _on_node_start(self, handle: NodeHandle) -> None:
         self.events.emit(handle.name, "node.start", role=handle.role, address=handle.address,

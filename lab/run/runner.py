@@ -65,9 +65,16 @@ def make_clock(options: RunOptions):
 
 def deterministic_scheduling(seed: int) -> None:
     # trio shuffles same-moment wakeups with a module RNG; this switch sorts them by task creation
-    # before a seeded shuffle (what pytest-trio and Hypothesis use for reproducible runs).
-    trio._core._run._ALLOW_DETERMINISTIC_SCHEDULING = True
-    trio._core._run._r.seed(seed)
+    # before a seeded shuffle (what pytest-trio and Hypothesis use for reproducible runs). Both are
+    # trio's private names: a trio release that renames them must fail loudly here, not quietly
+    # make simulated runs differ from seed to seed. pyproject.toml bounds trio to the versions the
+    # suite ran with.
+    run_module = trio._core._run
+    if not hasattr(run_module, "_ALLOW_DETERMINISTIC_SCHEDULING") or not hasattr(run_module, "_r"):
+        raise RuntimeError(f"trio {trio.__version__} has no deterministic scheduling switch: simulated runs "
+                           "would not repeat; use the trio version pyproject.toml names")
+    run_module._ALLOW_DETERMINISTIC_SCHEDULING = True
+    run_module._r.seed(seed)
 
 
 def make_network(options: RunOptions, config: LabConfig, nursery: trio.Nursery) -> Network:

@@ -44,9 +44,13 @@ def _holding_driver(driver_class: type[Driver]) -> type[Driver]:
     takes two more turns of the loop, and trio would get another batch in between."""
 
     class HoldingDriver(driver_class):
+        def __init__(self, app, *args, **kwargs) -> None:
+            super().__init__(app, *args, **kwargs)
+            self.lab_app = app  # a Driver is given its app, and keeps it only privately
+
         def process_message(self, message) -> None:
             if isinstance(message, PRESSES):
-                self._app.source.hold()  # thread-safe: it only notes the time
+                self.lab_app.source.hold()  # thread-safe: it only notes the time
             super().process_message(message)
 
     return HoldingDriver
