@@ -16,7 +16,7 @@ STAMP  := $(VENV)/.installed
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[test]'
+	$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[test,analytics]'
 	touch $(STAMP)
 
 # With PYTHONDONTWRITEBYTECODE set, Python never caches the project's own modules and every

@@ -6,6 +6,7 @@ Spark, the scenarios and matplotlib are imported when a command runs, not when `
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import sys
 from collections import Counter
@@ -64,7 +65,19 @@ def _fail(command: str, error: Exception | str) -> int:
     return 2
 
 
+def missing_analytics(modules: tuple[str, ...]) -> str | None:
+    """Why a command that needs `modules` cannot run here (the analytics extra is missing); None if it can."""
+    absent = [m for m in modules if importlib.util.find_spec(m) is None]
+    if not absent:
+        return None
+    return (f"needs {' and '.join(absent)}, which the analytics extra installs: "
+            f"pip install 'nslab[analytics]' (make does; Spark also needs Java 17)")
+
+
 def run_sweep(args: argparse.Namespace) -> int:
+    missing = missing_analytics(("pyspark",))
+    if missing:
+        return _fail("sweep", missing)
     from chaos.scenario import ScenarioError
 
     from ..config import ConfigError
@@ -94,6 +107,9 @@ def run_sweep(args: argparse.Namespace) -> int:
 
 
 def run_report(args: argparse.Namespace) -> int:
+    missing = missing_analytics(("pyspark", "matplotlib"))
+    if missing:
+        return _fail("report", missing)
     from . import report
     from .spark import SparkSetupError, session
 

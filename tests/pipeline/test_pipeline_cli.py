@@ -144,3 +144,13 @@ def test_the_master_comes_from_the_option_then_master_then_spark_defaults(tmp_pa
     monkeypatch.setenv("MASTER", "local[3]")
     assert spark_setup.master_url() == "local[3]"
     assert spark_setup.master_url("local[1]") == "local[1]"
+
+
+@pytest.mark.parametrize("command", ["sweep", "report"])
+def test_without_the_analytics_extra_a_command_says_what_to_install(command, monkeypatch, capsys, tmp_path):
+    real = cli.importlib.util.find_spec
+    monkeypatch.setattr(cli.importlib.util, "find_spec", lambda name: None if name == "pyspark" else real(name))
+    argv = ["broker-crash", "--seeds", "1", "--out", str(tmp_path)] if command == "sweep" else [str(tmp_path)]
+    assert nslab(command, *argv) == 2
+    error = capsys.readouterr().err
+    assert error.startswith(f"nslab {command}: needs pyspark") and "pip install 'nslab[analytics]'" in error
