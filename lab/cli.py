@@ -91,6 +91,9 @@ def _run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--events", type=Path, metavar="FILE", help="write the event log to FILE")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="override a config key, e.g. client.pollNameServerInterval=10s (repeatable)")
+    parser.add_argument("--run-dir", type=Path, metavar="DIR",
+                        help="keep the brokers' stores (sockets mode) in DIR after the run; by default they go "
+                             "in a temporary folder removed when the run ends")
 
 
 def _fail(command: str, error: Exception, code: int = 2) -> int:
@@ -119,7 +122,7 @@ def run_up(args: argparse.Namespace) -> int:
         except ConfigError as e:
             return _fail("up", e)
     options = RunOptions(sim=args.sim, speed=args.speed, duration=args.duration, events_path=args.events,
-                         processes=args.processes)
+                         processes=args.processes, run_dir=args.run_dir)
     if play is not None:
         options.seed = play.prepared.seed
     elif args.seed is not None:
@@ -138,6 +141,8 @@ def run_up(args: argparse.Namespace) -> int:
             if not options.sim:
                 print(f"NAMESRV_ADDR={addrs}", flush=True)
             print(f"seed={options.seed} mode={mode}", flush=True)
+            if options.run_dir is not None and not options.sim:
+                print(f"run_dir={options.run_dir} (kept)", flush=True)
             server = live.ControlServer(cluster, LabControl(cluster, nursery),
                                         {"mode": mode, "seed": options.seed, "namesrv_addr": addrs})
             async with trio.open_nursery() as control:
@@ -184,12 +189,14 @@ def run_scenario(args: argparse.Namespace) -> int:
     except (ScenarioError, ConfigError) as e:
         return _fail("run", e)
     scenario = prepared.scenario
-    options = RunOptions(sim=not args.sockets, speed=args.speed, events_path=args.events)
+    options = RunOptions(sim=not args.sockets, speed=args.speed, events_path=args.events, run_dir=args.run_dir)
     say = (lambda *a: None) if args.json else (lambda *a: print(*a, flush=True))
     say(f"scenario {scenario.name}: {scenario.teaches}")
     say(f"seed {prepared.seed}  (replay: nslab run {args.scenario} --seed {prepared.seed}"
         + "".join(f" --set {s}" for s in args.set) + ")")
     say(f"mode {'sockets' if args.sockets else 'sim'}, {scenario.duration:g}s")
+    if args.run_dir is not None and args.sockets:
+        say(f"run dir {args.run_dir} (kept)")
     say("fault profile:")
     for line in scenario.profile() or ["(no faults)"]:
         say(f"  {line}")

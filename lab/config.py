@@ -125,10 +125,15 @@ class LabConfig:
     network: NetworkSection = field(default_factory=NetworkSection)
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        return {name: asdict(getattr(self, name)) for name in SECTIONS}
+
+    def __post_init__(self) -> None:
+        self.sources: dict[str, str] = {}  # key -> where it was last set ("lab.toml:5: [client] ...")
 
     def set(self, key: str, value: object, *, where: str) -> None:
-        """Set `section.key` from TOML or command-line text; `where` names the source in errors."""
+        """Set `section.key` from TOML or command-line text; `where` names the source in errors.
+        Values are checked together by `validate`, once everything is set: one key's limit may
+        depend on another's (latencyMax and notAvailableDuration, set on two lines)."""
         section_name, _, name = key.partition(".")
         section = getattr(self, section_name, None) if section_name in SECTIONS else None
         if section is None:
@@ -140,24 +145,73 @@ class LabConfig:
             setattr(section, name, _convert(spec, getattr(section, name), value))
         except (TypeError, ValueError) as e:
             raise ConfigError(f"{where}: {key}: {e}") from None
-        self.validate(where)
+        self.sources[key] = where
 
-    def validate(self, where: str) -> None:
-        c = self.cluster
-        checks = [
-            (c.nameservers >= 1, "cluster.nameservers must be at least 1"),
-            (c.slavesPerBroker >= 0, "cluster.slavesPerBroker must not be negative"),
-            (c.queuesPerTopic >= 1, "cluster.queuesPerTopic must be at least 1"),
-            (c.producers >= 0 and c.consumers >= 0, "cluster.producers and cluster.consumers must not be negative"),
-            (len(set(c.brokers)) == len(c.brokers), "cluster.brokers has a name twice"),
-            (self.producer.rate > 0, "producer.rate must be positive"),
-            (0.0 <= self.network.loss <= 1.0, "network.loss must be within 0..1"),
-            (len(self.producer.latencyMax) == len(self.producer.notAvailableDuration),
-             "producer.latencyMax and producer.notAvailableDuration must have the same length"),
-        ]
-        for ok, message in checks:
-            if not ok:
-                raise ConfigError(f"{where}: {message}")
+    def validate(self, sections: tuple[str, ...] = tuple(SECTIONS)) -> None:
+        """Every value within what RocketMQ accepts or what makes sense, for the sections named;
+        the error names where the offending key was set."""
+        for key, ok, why, *related in _rules(self):
+            if key.partition(".")[0] in sections and not ok:
+                section, _, name = key.partition(".")
+                value = getattr(getattr(self, section), name)
+                where = next((self.sources[k] for k in (key, *related) if k in self.sources), "the configuration")
+                raise ConfigError(f"{where}: {key} {why} (it is {_show(value)})")
+
+
+# Periods and timeouts that must be positive: a zero period spins, a zero timeout fails every call.
+POSITIVE_DURATIONS = (
+    "nameserver.scanNotActiveBrokerInterval", "nameserver.brokerChannelExpiredTime",
+    "broker.registerNameServerPeriod", "broker.registerBrokerTimeoutMills", "broker.shortPollingTimeMills",
+    "broker.haSendHeartbeatInterval", "client.pollNameServerInterval", "client.heartbeatBrokerInterval",
+    "client.persistConsumerOffsetInterval", "client.mqClientApiTimeout", "client.connectTimeoutMillis",
+    "producer.sendMsgTimeout", "consumer.brokerSuspendMaxTimeMillis", "consumer.pullTimeDelayMillsWhenException",
+    "consumer.rebalanceInterval",
+)
+MAX_SLAVES = 9  # broker ports are 10 apart within a group, groups 100 apart (lab/run/topology.py)
+
+
+def _rules(config: LabConfig) -> list[tuple]:
+    """(key, holds, what it must be[, other keys it depends on]): every limit, in section order."""
+    c, b, p, n = config.cluster, config.broker, config.producer, config.network
+
+    def value(key: str):
+        section, _, name = key.partition(".")
+        return getattr(getattr(config, section), name)
+
+    return [
+        ("cluster.nameservers", c.nameservers >= 1, "must be at least 1"),
+        ("cluster.brokers", len(c.brokers) >= 1, "must name at least one broker group"),
+        ("cluster.brokers", len(set(c.brokers)) == len(c.brokers), "has a name twice"),
+        ("cluster.slavesPerBroker", 0 <= c.slavesPerBroker <= MAX_SLAVES, f"must be within 0..{MAX_SLAVES}"),
+        ("cluster.topics", c.topics >= 1 or bool(c.topicNames), "must be at least 1 (or give topicNames)",
+         "cluster.topicNames"),
+        ("cluster.topicNames", len(set(c.topicNames)) == len(c.topicNames), "has a name twice"),
+        ("cluster.queuesPerTopic", c.queuesPerTopic >= 1, "must be at least 1"),
+        ("cluster.producers", c.producers >= 0, "must not be negative"),
+        ("cluster.consumers", c.consumers >= 0, "must not be negative"),
+        ("nameserver.serverChannelMaxIdleTimeSeconds", config.nameserver.serverChannelMaxIdleTimeSeconds >= 0,
+         "must not be negative (0 turns the idle close off)"),
+        *[(key, value(key) > 0, "must be positive") for key in POSITIVE_DURATIONS],
+        ("broker.brokerPermission", 0 <= b.brokerPermission <= 7, "must be a permission within 0..7 (6: read and write)"),
+        ("broker.defaultTopicQueueNums", b.defaultTopicQueueNums >= 1, "must be at least 1"),
+        ("producer.retryTimesWhenSendFailed", p.retryTimesWhenSendFailed >= 0, "must not be negative"),
+        ("producer.latencyMax", len(p.latencyMax) >= 1, "must not be empty"),
+        ("producer.latencyMax", p.latencyMax == sorted(p.latencyMax) and min(p.latencyMax, default=0) >= 0,
+         "must be non-negative and ascending"),
+        ("producer.notAvailableDuration", min(p.notAvailableDuration, default=0) >= 0, "must not be negative"),
+        ("producer.notAvailableDuration", len(p.latencyMax) == len(p.notAvailableDuration),
+         "must have as many entries as producer.latencyMax", "producer.latencyMax"),
+        ("producer.rate", p.rate > 0, "must be positive"),
+        ("producer.messageSize", p.messageSize >= 1, "must be at least 1 (RocketMQ refuses an empty body)"),
+        ("consumer.pullBatchSize", 1 <= config.consumer.pullBatchSize <= 1024, "must be within 1..1024"),
+        ("network.latency", n.latency >= 0, "must not be negative"),
+        ("network.jitter", n.jitter >= 0, "must not be negative"),
+        ("network.loss", 0.0 <= n.loss <= 1.0, "must be within 0..1"),
+    ]
+
+
+def _show(value: object) -> str:
+    return ",".join(map(str, value)) if isinstance(value, list) else f"{value:g}" if isinstance(value, float) else str(value)
 
 
 def _convert(spec, current: object, value: object) -> object:
@@ -207,7 +261,8 @@ def _line_of(text: str, section: str | None, key: str) -> int | None:
 
 
 def apply_table(config: LabConfig, table: dict, *, path: str, text: str, skip: tuple[str, ...] = ()) -> None:
-    """Apply a parsed TOML table; errors name path:line and the key."""
+    """Apply a parsed TOML table, each section checked once it is complete; errors name path:line
+    and the key."""
     for section_name, section in table.items():
         if section_name in skip:
             continue
@@ -217,6 +272,7 @@ def apply_table(config: LabConfig, table: dict, *, path: str, text: str, skip: t
         for key, value in section.items():
             config.set(f"{section_name}.{key}", value,
                        where=f"{path}:{_line_of(text, section_name, key)}: [{section_name}] {key}")
+        config.validate((section_name,))
 
 
 def load_config(path: str | Path | None = None, overrides: list[str] = ()) -> LabConfig:
@@ -248,3 +304,4 @@ def apply_overrides(config: LabConfig, overrides) -> None:
         if not sep or "." not in key:
             raise ConfigError(f"--set {item!r}: expected section.key=value, e.g. client.pollNameServerInterval=10s")
         config.set(key.strip(), value.strip(), where=f"--set {item}")
+    config.validate()  # once every override is in: one may depend on another

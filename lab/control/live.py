@@ -20,6 +20,7 @@ import trio
 from chaos.faults import FaultError
 
 from lab.run.cluster import Cluster
+from lab.run.supervisor import StartError
 from .faults import LabControl, vocabulary
 
 MAX_REQUEST = 64 * 1024
@@ -115,7 +116,7 @@ class ControlServer:
         try:
             fault = self.vocabulary.parse_words(words)
             message = await self.control.apply(fault, source="control")
-        except FaultError as e:
+        except (FaultError, StartError) as e:  # a word out of place, a node that would not start
             return {"ok": False, "message": str(e)}
         return {"ok": True, "message": message}
 

@@ -31,6 +31,7 @@ from chaos.links import Links
 from chaos.network import TcpNetwork
 
 from .cluster import Cluster
+from .supervisor import describe
 from lab.config import LabConfig, apply_table
 from lab.events import EventLog, pack_record
 
@@ -116,7 +117,12 @@ def main() -> None:
     spec = json.loads(sys.argv[1])
     die_with_parent(spec["parent"])
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it stops us
-    trio.run(run, spec)
+    try:
+        trio.run(run, spec)
+    except Exception as e:  # the node's own error, for the parent to report (its traceback: stderr)
+        sys.stdout.buffer.write(pack_record({"failed": describe(e)}))
+        sys.stdout.buffer.flush()
+        raise
 
 
 if __name__ == "__main__":

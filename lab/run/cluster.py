@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -44,7 +45,8 @@ class Cluster:
         self.events = events
         self.seed = seed
         self.sockets = sockets
-        self.run_dir = run_dir
+        self.run_dir = run_dir  # the user's, kept; else a temporary one, made when first needed
+        self._temporary_run_dir = False
         self.processes = processes  # NameServers and brokers as child processes (lab/run/child.py)
         self.pids: dict[str, int] = {}  # node -> pid of its running process (processes mode)
         self.topology: Topology = plan(config, seed)
@@ -109,9 +111,7 @@ class Cluster:
         if name not in self.stores:
             path = None
             if self.sockets:
-                if self.run_dir is None:
-                    self._make_run_dir()
-                path = self.run_dir / f"{name}.store"
+                path = self._ensure_run_dir() / f"{name}.store"
             self.stores[name] = MessageStore(path)
         return self.stores[name]
 
@@ -170,7 +170,7 @@ class Cluster:
             if other != name and handle.address:
                 peers[handle.address] = await self.network.relay_port(name, other)
         spec = {"role": role, "name": name, "port": self.port(name, 0), "config": self.config.to_dict(),
-                "seed": self.seed, "run_dir": str(self.run_dir or self._make_run_dir()), "peers": peers,
+                "seed": self.seed, "run_dir": str(self._ensure_run_dir()), "peers": peers,
                 "namesrv": self.namesrv_addrs, "parent": os.getpid()}
         # Forked here, in trio's thread, not with trio.lowlevel.open_process: that forks in a worker
         # thread, and PR_SET_PDEATHSIG (lab/run/child.py) fires when the forking *thread* exits — an
@@ -183,7 +183,7 @@ class Cluster:
         self.pids[name] = process.pid
         try:
             unpacker = msgpack.Unpacker()
-            started = False
+            started, failure = False, None
             async for chunk in stdout:
                 unpacker.feed(chunk)
                 for record in unpacker:
@@ -192,12 +192,15 @@ class Cluster:
                         self.network.address_of[name] = record["listening"]
                         task_status.started(record["listening"])
                         started = True
+                    elif "failed" in record:  # the node's own error, its last word
+                        failure = record["failed"]
                     else:
                         self.events.emit(record.pop("node"), record.pop("kind"), pid=process.pid, **record)
             await trio.lowlevel.wait_readable(exited)
             code = process.wait()
             if code != 0 or not started:  # an exit nobody asked for: the supervisor reports it
-                raise RuntimeError(f"process {process.pid} exited with {_exit_text(code)}")
+                exit_text = f"process {process.pid} exited with {_exit_text(code)}"
+                raise RuntimeError(f"{failure} ({exit_text})" if failure else exit_text)
         finally:
             self.pids.pop(name, None)
             with trio.CancelScope(shield=True):
@@ -226,9 +229,21 @@ class Cluster:
         os.kill(pid, sig)
         return True
 
-    def _make_run_dir(self) -> Path:
-        self.run_dir = Path(tempfile.mkdtemp(prefix=f"nslab-{self.seed}-"))
+    def _ensure_run_dir(self) -> Path:
+        if self.run_dir is None:
+            self.run_dir = Path(tempfile.mkdtemp(prefix=f"nslab-{self.seed}-"))
+            self._temporary_run_dir = True
+        else:
+            self.run_dir.mkdir(parents=True, exist_ok=True)
         return self.run_dir
+
+    def release(self) -> None:
+        """When the run is over, however it ended: close the stores, and remove the run directory
+        unless the user named it. The stores outlive a broker's kill, not the run."""
+        for store in self.stores.values():
+            store.close()  # every write was flushed already; this releases the files
+        if self._temporary_run_dir and self.run_dir is not None:
+            shutil.rmtree(self.run_dir, ignore_errors=True)
 
     def _add_nodes(self) -> None:
         add = self.supervisor.add
@@ -269,8 +284,6 @@ class Cluster:
         for role in ("producer", "consumer", "broker", "nameserver"):
             for handle in self._handles(role):
                 await self.supervisor.stop(handle.name)
-        for store in self.stores.values():
-            store.close()  # every write was flushed already; this releases the files
 
     def _on_node_start(self, handle: NodeHandle) -> None:
         self.events.emit(handle.name, "node.start", role=handle.role, address=handle.address,

@@ -94,6 +94,7 @@ async def run_cluster(config: LabConfig, options: RunOptions, *,
     wall_start = time.monotonic()
     events = EventLog(trio.lowlevel.current_clock().current_time, options.events_path)
     events.subscribers.extend(subscribers)  # from the first record on
+    cluster = None
     try:
         async with trio.open_nursery() as nursery:
             network = make_network(options, config, nursery)
@@ -117,6 +118,8 @@ async def run_cluster(config: LabConfig, options: RunOptions, *,
         return RunResult(options.seed, events.now(), time.monotonic() - wall_start, events.count, events.sha256())
     finally:
         events.close()
+        if cluster is not None:
+            cluster.release()  # after every node, child processes too, has stopped
 
 
 @contextmanager

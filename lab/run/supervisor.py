@@ -66,8 +66,8 @@ class Supervisor:
                 handle.state = "stopped"
         except Exception as e:  # a node's bug takes down that node, never the lab
             handle.state, handle.error = "crashed", describe(e)
-            if not started:
-                raise  # failed before it started: the caller of start() must hear of it
+            if not started:  # failed before it started: the caller of start() must hear why
+                raise StartError(f"{handle.name} could not start: {handle.error}") from e
         finally:
             handle.done.set()
             if self.on_exit is not None:
@@ -92,6 +92,10 @@ class Supervisor:
         handle.state = "killed"
         handle.scope.cancel()
         await handle.done.wait()
+
+
+class StartError(RuntimeError):
+    """A node failed before it was up: the message says which and why."""
 
 
 class _TaskStatus:
