@@ -180,9 +180,6 @@ class RouteInfoManager:
                 ha_addr, master_addr = master_live.ha_server_addr, addrs[MASTER_ID]
         return RegisterBrokerResult(ha_addr, master_addr, previous is None, topics_applied)
 
-    def _create_and_update_queue_data(self, broker_name: str, topic_config: TopicConfig) -> None:
-        self._create_and_update_queue_datas(broker_name, [topic_config])
-
     def _create_and_update_queue_datas(self, broker_name: str, topic_configs: list[TopicConfig]) -> None:
         """createAndUpdateQueueData for every topic of a registration.
 

@@ -45,7 +45,9 @@ class NameServer:
     def __init__(self, config: NamesrvConfig | None = None, *, listener: Listener | None = None):
         self.config = config or NamesrvConfig()
         self.processor = DefaultRequestProcessor(self.config, listener=listener)
-        self.channels: set[Channel] = set()
+        # Insertion order (a dict, not a set): the idle close walks it, and a simulated run must
+        # not depend on where objects happen to sit in memory.
+        self.channels: dict[Channel, None] = {}
 
     @property
     def routes(self):
@@ -109,7 +111,7 @@ class NameServer:
 
     async def handle_stream(self, stream: trio.abc.Stream) -> None:
         channel = Channel(remote_address(stream), trio.current_time())
-        self.channels.add(channel)
+        self.channels[channel] = None
         connection = Connection(stream, FRAME_MAX_LENGTH)
 
         def handle(request):
@@ -123,6 +125,6 @@ class NameServer:
             if scope.cancelled_caught:
                 reason = channel.close_reason
         finally:
-            self.channels.discard(channel)
+            self.channels.pop(channel, None)
             self.processor.on_channel_destroy(channel, channel.remote_addr, reason)
             await connection.aclose()

@@ -88,11 +88,11 @@ def run_sweep(args: argparse.Namespace) -> int:
         specs = sweep.plan(args.scenario, args.seeds, args.set, args.out)
     except (ScenarioError, ConfigError) as e:
         return _fail("sweep", e)
-    args.out.mkdir(parents=True, exist_ok=True)
     print(f"sweep {args.scenario}: {len(specs) // args.seeds} grid points x {args.seeds} seeds = {len(specs)} runs "
           f"into {args.out}", file=sys.stderr, flush=True)
     try:
-        with session(args.master) as spark:
+        with session(args.master) as spark:  # Spark first: a machine without Java gets no --out folder
+            args.out.mkdir(parents=True, exist_ok=True)
             results = sweep.run_all(spark, specs, sweep.ProgressBar("sweep"))
     except SparkSetupError as e:
         return _fail("sweep", e)

@@ -13,6 +13,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -73,6 +74,7 @@ def master_url(master: str | None = None) -> str:
 
 def build(master: str | None = None, conf: dict[str, str] | None = None):
     """A new SparkSession (or the running one: tests share theirs with the commands)."""
+    from pyspark import SparkConf, SparkContext
     from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession()
@@ -98,12 +100,32 @@ def build(master: str | None = None, conf: dict[str, str] | None = None):
                      "spark.sql.shuffle.partitions": str(2 * (os.cpu_count() or 1)),
                      "spark.sql.files.maxPartitionBytes": "16m"}
     settings["spark.driver.extraJavaOptions"] = java_opts
-    builder = SparkSession.builder.master(url).appName("nslab")
-    for key, value in (settings | (conf or {})).items():
-        builder = builder.config(key, value)
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
+    spark_conf = SparkConf().setMaster(url).setAppName("nslab").setAll(list((settings | (conf or {})).items()))
+    context = SparkContext(conf=spark_conf, gateway=_quiet_gateway(spark_conf))
+    context.setLogLevel("ERROR")
+    return SparkSession(context)
+
+
+# What the JVM says at every start that tells a user nothing: Spark 4 runs with the incubating
+# vector API, and the module system announces it on stderr before anything else is printed.
+JVM_NOISE = ("WARNING: Using incubator modules:",)
+
+
+def _quiet_gateway(conf):
+    """The JVM behind Spark, its stderr passed on to ours but for JVM_NOISE."""
+    from pyspark.java_gateway import launch_gateway
+
+    gateway = launch_gateway(conf, popen_kwargs={"stderr": subprocess.PIPE})
+    threading.Thread(target=_pass_stderr, args=(gateway.proc.stderr,), daemon=True,
+                     name="spark-jvm-stderr").start()
+    return gateway
+
+
+def _pass_stderr(stream) -> None:
+    for line in iter(stream.readline, b""):
+        if not line.decode(errors="replace").startswith(JVM_NOISE):
+            sys.stderr.buffer.write(line)
+            sys.stderr.buffer.flush()
 
 
 @contextmanager

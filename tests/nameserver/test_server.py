@@ -207,3 +207,35 @@ async def test_opaques_wrap_to_a_java_int_as_rocketmq_does(lab):
             request.serialize_type = SerializeType.ROCKETMQ  # int32 opaque on the wire
             reply = await client.invoke(request, 3)
             assert request.opaque == reply.opaque == expected
+
+
+async def test_idle_connections_close_in_the_order_they_were_opened(nursery, mock_clock, monkeypatch):
+    """The idle close walks the connections in the order they came, not in an order memory addresses
+    give (a set's): a simulated run must not depend on where objects sit."""
+    from nameserver.server import Channel
+
+    closed = []
+    close = Channel.close
+    monkeypatch.setattr(Channel, "close", lambda self, reason: (closed.append(self.remote_addr), close(self, reason)))
+    lab = await Lab(nursery, serverChannelMaxIdleTimeSeconds=5).start()
+    opened = []
+    async with trio.open_nursery() as clients:
+        for i in range(24):
+            if i % 3 == 2:  # a short-lived connection between: its memory goes back to be reused
+                async with connect(lab.host, lab.port) as passing:
+                    await passing.invoke(RemotingCommand.request(RequestCode.GET_BROKER_CLUSTER_INFO), 3)
+                await trio.testing.wait_all_tasks_blocked()
+            opened.append(await clients.start(_registered_broker, lab, 20000 + 10 * i))
+        mock_clock.jump(6)
+        for port in range(20000, 20000 + 10 * 24, 10):
+            await lab.wait_for("ns.remove", broker_addr=f"127.0.0.1:{port}")
+        clients.cancel_scope.cancel()
+    assert closed == opened
+
+
+async def _registered_broker(lab, port, task_status=trio.TASK_STATUS_IGNORED):
+    async with connect(lab.host, lab.port) as broker:
+        await broker.invoke(register_request(broker_name=f"broker-{port}", port=port), 3)
+        host, local_port = broker.stream.socket.getsockname()[:2]
+        task_status.started(f"{host}:{local_port}")  # the NameServer's remote_addr for this connection
+        await trio.sleep_forever()

@@ -154,3 +154,30 @@ def test_without_the_analytics_extra_a_command_says_what_to_install(command, mon
     assert nslab(command, *argv) == 2
     error = capsys.readouterr().err
     assert error.startswith(f"nslab {command}: needs pyspark") and "pip install 'nslab[analytics]'" in error
+
+
+def test_a_sweep_without_java_leaves_no_out_folder(tmp_path):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    out = tmp_path / "sweep"
+    env = {**os.environ, "JAVA_HOME": str(tmp_path / "nowhere")}
+    result = subprocess.run([str(Path(sys.executable).with_name("nslab")), "sweep", "broker-crash", "--seeds", "1",
+                             "--out", str(out)], capture_output=True, text=True, env=env, timeout=120)
+    assert result.returncode == 2 and "no working `java` was found" in result.stderr
+    assert not out.exists()
+
+
+def test_a_sweep_prints_no_jvm_noise_first(tmp_path):
+    """The first line a user sees is the sweep's own, not the JVM's incubator-module warning."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    result = subprocess.run([str(Path(sys.executable).with_name("nslab")), "sweep", "broker-crash", "--seeds", "1",
+                             "--out", str(tmp_path / "sweep")], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.splitlines()[0] == f"sweep broker-crash: 1 grid points x 1 seeds = 1 runs into {tmp_path / 'sweep'}"
+    assert "WARNING: Using incubator modules" not in result.stderr
