@@ -14,10 +14,10 @@ STAMP  := $(VENV)/.installed
 
 .PHONY: lab test bench bytecode clean
 
+# wheel first: pyspark ships only as an sdist, which pip would otherwise install by the deprecated
+# `setup.py install`.
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	# wheel first: pyspark ships only as an sdist, which pip would otherwise install by the
-	# deprecated `setup.py install`
 	$(BIN)/python -m pip install -q --disable-pip-version-check wheel
 	$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[test,analytics]'
 	touch $(STAMP)
