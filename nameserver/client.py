@@ -130,7 +130,11 @@ class RemotingClient:
             raise RemotingError(f"connection closed: {self.closed_reason}")
         self._register(request, timeout, callback)
         # A send that fails is the reader's business: the connection's end fails every pending call.
-        self.connection.send_soon(request)
+        try:
+            self.connection.send_soon(request)
+        except Exception as e:  # the request cannot be encoded: the caller's error, said at once
+            self._pending.pop(request.opaque, None)
+            raise RemotingError(f"request {request.code} cannot be encoded: {e}") from e
 
     def _register(self, request: RemotingCommand, timeout: float, callback: ReplyCallback | None = None) -> ResponseFuture:
         """Number the request and wait for its reply, due `timeout` from now."""

@@ -174,8 +174,9 @@ class Connection:
 
     def send_soon(self, command: RemotingCommand) -> None:
         """Send `command` later than its request (a held pull, a notification, an asynchronous
-        call), from anywhere, even outside a task; never raises. Dropped once the connection has
-        ended: a connection that is gone is the reader's business, not the sender's."""
+        call), from anywhere, even outside a task. Dropped once the connection has ended: a
+        connection that is gone is the reader's business, not the sender's. Raises only for a
+        request that cannot be encoded (see encode_reply)."""
         if self.end_reason is not None:
             return
         if self.objects:
@@ -215,11 +216,14 @@ class Connection:
 
 
 def encode_reply(command: RemotingCommand) -> bytes:
-    """encode(command); a command that cannot be encoded becomes SYSTEM_ERROR with the reason (a
-    reply that echoes a hostile request, say), so a peer's odd request costs it one answer."""
+    """encode(command); a reply that cannot be encoded becomes SYSTEM_ERROR with the reason (one that
+    echoes a hostile request, say), so a peer's odd request costs it one answer. A request that
+    cannot be encoded is its sender's error: it raises."""
     try:
         return encode(command)
     except Exception as e:
+        if not command.is_response:
+            raise
         log.warning("a reply (code %s, opaque %s) cannot be encoded: %s", command.code, command.opaque, e)
         return encode(RemotingCommand(ResponseCode.SYSTEM_ERROR, _int32(command.opaque), command.flag,
                                       None, f"reply cannot be encoded: {type(e).__name__}",

@@ -268,3 +268,21 @@ async def test_a_request_handler_that_raises_costs_its_connection_not_the_namese
             reply = await other.invoke(RemotingCommand.request(RequestCode.GET_BROKER_CLUSTER_INFO), 3)
             assert reply.code == ResponseCode.SUCCESS
         nursery.cancel_scope.cancel()
+
+
+async def test_an_asynchronous_request_that_cannot_be_encoded_fails_at_its_caller():
+    """Not as a SYSTEM_ERROR "reply" sent to the peer in its place: the caller hears of it at once."""
+    from nameserver.client import RemotingError, open_remoting_client
+
+    server = NameServer()
+    async with trio.open_nursery() as nursery:
+        host, port = await nursery.start(server.serve_tcp, "127.0.0.1", 0)
+        async with open_remoting_client(await trio.open_tcp_stream(host, port)) as client:
+            bad = RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "T"})
+            bad.code = 1 << 40  # no ROCKETMQ header can hold it
+            bad.serialize_type = 1
+            with pytest.raises(RemotingError, match="cannot be encoded"):
+                client.invoke_async(bad, 3, lambda reply: None)
+            reply = await client.invoke(RemotingCommand.request(RequestCode.GET_BROKER_CLUSTER_INFO), 3)
+            assert reply.code == ResponseCode.SUCCESS  # the connection is whole
+        nursery.cancel_scope.cancel()
