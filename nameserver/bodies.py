@@ -17,6 +17,7 @@ from typing import Iterator
 import msgpack
 
 from .protocol import fastjson
+from .protocol.headers import UTF8_AS_JAVA
 from .protocol.codes import SerializeType
 from .routes import BrokerData, DataVersion, QueueData, TopicConfig, TopicRouteData
 
@@ -31,8 +32,8 @@ def dump(obj: object, serialize_type: SerializeType, *, standard: bool = True) -
     """Null map values are omitted in every encoding, as fastjson omits them. A lone surrogate in
     a string goes out as "?", as Java's String.getBytes(UTF-8) writes it."""
     if serialize_type == SerializeType.MSGPACK:
-        return msgpack.packb(_without_nulls(obj), unicode_errors="replace")
-    return fastjson.dumps(obj, standard=standard).encode("utf-8", "replace")
+        return msgpack.packb(_without_nulls(obj), unicode_errors=UTF8_AS_JAVA)
+    return fastjson.dumps(obj, standard=standard).encode("utf-8", UTF8_AS_JAVA)
 
 
 def _without_nulls(obj: object) -> object:

@@ -42,13 +42,13 @@ class ResponseFuture:
 
     __slots__ = ("code", "timeout", "deadline", "response", "_waiter", "_callback", "_on_error")
 
-    def __init__(self, code: int, timeout: float, deadline: float, callback: ReplyCallback | None = None,
-                 on_error: Callable[[Exception], None] | None = None) -> None:
+    def __init__(self, code: int, timeout: float, deadline: float, callback: ReplyCallback | None,
+                 on_error: Callable[[Exception], None]) -> None:
         self.code, self.timeout, self.deadline = code, timeout, deadline
         self.response: RemotingCommand | RemotingError | None = None
         self._waiter: trio.lowlevel.Task | None = None
         self._callback = callback
-        self._on_error = on_error or _log_callback_error
+        self._on_error = on_error
 
     def put(self, response: RemotingCommand | RemotingError) -> None:
         self.response = response

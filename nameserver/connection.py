@@ -56,10 +56,7 @@ class Connection:
         self._outbox: list[bytes] = []  # frames queued by send_soon, for the writer
         self._writer: trio.lowlevel.Task | None = None  # the writer, parked while the outbox is empty
         self.end_reason: str | None = None  # set once the connection is done for
-
-    @property
-    def open(self) -> bool:
-        return self.end_reason is None
+        self.handler_error: Exception | None = None  # what the handler raised, if that ended it
 
     # --- in ---------------------------------------------------------------------------------------
 
@@ -97,6 +94,7 @@ class Connection:
 
     def _handler_failed(self, error: Exception) -> None:
         """The handler's bug: it costs this connection, and says why."""
+        self.handler_error = error
         log.error("closing connection from %s: handling a request failed", remote_address(self.stream),
                   exc_info=error)
         self._end(f"internal error: {type(error).__name__}: {error}")

@@ -73,13 +73,11 @@ class PullRequestHoldService:
         if wake_on_arrival:
             self._held.setdefault(key, []).append(request)
 
-    def drop(self, owner: Hashable) -> int:
-        """Forget every request `owner` holds (its connection closed): none is answered. How many."""
-        requests = self._by_owner.pop(owner, {})
-        for request in requests:
+    def drop(self, owner: Hashable) -> None:
+        """Forget every request `owner` holds (its connection closed): none is answered."""
+        for request in self._by_owner.pop(owner, {}):
             request.done = True  # its check in the heap is skipped when it comes due
             self._release(request)
-        return len(requests)
 
     def notify_message_arriving(self, key: Hashable) -> None:
         held = self._held.get(key)

@@ -249,7 +249,7 @@ class Broker:
         try:
             with channel.scope:
                 reason = await channel.connection.serve(functools.partial(self._process, channel))
-                if reason.startswith("internal error"):
+                if channel.connection.handler_error is not None:
                     self.node.emit("broker.connection_error", remote=channel.remote_addr, error=reason)
         finally:
             # Whatever the connection held dies with it, and its clients leave their groups.

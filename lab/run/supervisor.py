@@ -52,21 +52,15 @@ class Supervisor:
         return handle
 
     async def _run(self, handle: NodeHandle, task_status=trio.TASK_STATUS_IGNORED) -> None:
-        started = False
-
-        def report_started(value=None) -> None:
-            nonlocal started
-            started = True
-            task_status.started(value)
-
+        status = _TaskStatus(task_status)
         try:
             with handle.scope:
-                await handle.body(task_status=_TaskStatus(report_started))
+                await handle.body(task_status=status)
             if handle.state == "up" and not handle.scope.cancelled_caught:
                 handle.state = "stopped"
         except Exception as e:  # a node's bug takes down that node, never the lab
             handle.state, handle.error = "crashed", describe(e)
-            if not started:  # failed before it started: the caller of start() must hear why
+            if not status.called:  # failed before it started: the caller of start() must hear why
                 raise StartError(f"{handle.name} could not start: {handle.error}") from e
         finally:
             handle.done.set()
@@ -101,8 +95,12 @@ class StartError(RuntimeError):
 class _TaskStatus:
     """The task_status a node's body gets: trio's, noting that the node has started."""
 
-    def __init__(self, started: Callable[..., None]):
-        self.started = started
+    def __init__(self, task_status):
+        self.task_status, self.called = task_status, False
+
+    def started(self, value=None) -> None:
+        self.called = True
+        self.task_status.started(value)
 
 
 def describe(error: BaseException) -> str:

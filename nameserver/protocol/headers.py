@@ -23,7 +23,7 @@ def encode_header(cmd: RemotingCommand) -> bytes:
     if cmd.serialize_type == SerializeType.ROCKETMQ:
         return _encode_rocketmq(cmd)
     if cmd.serialize_type == SerializeType.MSGPACK:
-        return msgpack.packb(_header_map(cmd), unicode_errors="replace")
+        return msgpack.packb(_header_map(cmd), unicode_errors=UTF8_AS_JAVA)
     raise ProtocolError(f"unknown serialize type {cmd.serialize_type}")
 
 

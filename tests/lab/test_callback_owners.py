@@ -44,12 +44,19 @@ CASES = {  # class, method, the one node it raises on (None: every broker — th
 }
 
 
+MODES = {  # a simulated run, and real loopback sockets at 20x (a 60 s run in 3 s)
+    "sim": {"sim": True},
+    "sockets": {"speed": 20.0},
+}
+
+
+@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("case", CASES)
-def test_a_callback_that_raises_crashes_its_node_with_the_cause_and_the_lab_runs_on(case, monkeypatch):
+def test_a_callback_that_raises_crashes_its_node_with_the_cause_and_the_lab_runs_on(case, mode, monkeypatch):
     cls, name, node, on_node = CASES[case]
     monkeypatch.setattr(cls, name, raising_after(20, getattr(cls, name), on_node))
     records = []
-    run(LabConfig(), RunOptions(sim=True, seed=3, duration=60), subscribers=[records.append])
+    run(LabConfig(), RunOptions(seed=3, duration=60, **MODES[mode]), subscribers=[records.append])
 
     crashed = [r for r in records if r["kind"] == "node.stop" and r["state"] == "crashed"]
     assert crashed, f"{case}: no node recorded as crashed"

@@ -66,7 +66,7 @@ async def test_churning_clients_never_fail_a_producer_and_leave_nothing_held():
         assert stats.pulls_held > 120 and not stats.errors, stats.errors[:5]
         assert len(results) > 50 and set(results) == {ResponseCode.SUCCESS}
         with trio.fail_after(5):  # nothing held for a churn client, no churn client still a member
-            while len(master.client_channels) != baseline + 0 or master.hold_service.held != 1:
+            while len(master.client_channels) != baseline or master.hold_service.held != 1:
                 await trio.sleep(0.01)
         assert master.consumer_manager.consumer_table == {}
         changes = [r for r in records if r["kind"] == "broker.consumers"]
