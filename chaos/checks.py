@@ -2,8 +2,10 @@
 fault, as Chaos Toolkit puts it — not only at the end.
 
 A Check sees every record (`observe`), is told when time passes (`tick`) and when the run ends
-(`finish`). It decides once: ok or failed, with a detail a person can act on. A failed check stays
-failed; the verdict is Jepsen's: valid when every check held.
+(`finish`). It decides once: ok, failed, or could not be judged (what it checks never happened: no
+fault to time a removal from, no message in its window) — with a detail a person can act on. A
+failed check stays failed. The verdict is Jepsen's: valid when every check held, invalid when one
+failed, unknown when none failed but one could not be judged.
 """
 
 from __future__ import annotations
@@ -14,12 +16,21 @@ from dataclasses import dataclass
 @dataclass
 class Result:
     name: str
-    ok: bool
+    ok: bool | None  # None: could not be judged
     detail: str
     decided_at: float | None = None
 
+    @property
+    def status(self) -> str:
+        return {True: "ok", False: "failed", None: "unjudged"}[self.ok]
+
+    @property
+    def mark(self) -> str:
+        """Four columns, for a line per result."""
+        return {True: "ok  ", False: "FAIL", None: "??  "}[self.ok]
+
     def to_dict(self) -> dict:
-        return {"name": self.name, "ok": self.ok, "detail": self.detail}
+        return {"name": self.name, "ok": self.ok, "status": self.status, "detail": self.detail}
 
 
 class Check:
@@ -36,8 +47,13 @@ class Check:
             self.result = Result(self.name, True, detail, now)
 
     def fail(self, detail: str, now: float | None = None) -> None:
-        if self.result is None or self.result.ok:
+        if self.result is None or self.result.ok is not False:
             self.result = Result(self.name, False, detail, now)
+
+    def unjudged(self, detail: str, now: float | None = None) -> None:
+        """What the check looks at never happened: neither a pass nor a failure."""
+        if self.result is None:
+            self.result = Result(self.name, None, f"could not be judged: {detail}", now)
 
     # Subclasses override what they need.
     def observe(self, record: dict) -> None:
@@ -61,7 +77,7 @@ class Checker:
 
     def observe(self, record: dict) -> None:
         for check in self.checks:
-            if check.result is None or check.result.ok:  # a passed check may still be violated
+            if check.result is None or check.result.ok is not False:  # a passed check may still be violated
                 check.observe(record)
         self._report()
 
@@ -77,8 +93,8 @@ class Checker:
         return [check.result for check in self.checks]
 
     @property
-    def valid(self) -> bool:
-        return all(c.result is not None and c.result.ok for c in self.checks)
+    def valid(self) -> bool | None:
+        return verdict([c.result for c in self.checks])
 
     def _report(self) -> None:
         for i, check in enumerate(self.checks):
@@ -87,3 +103,12 @@ class Checker:
                 self._reported.add(key)
                 if self.on_decided is not None:
                     self.on_decided(check.result)
+
+
+def verdict(results: list[Result | None]) -> bool | None:
+    """Valid (True) when every check held, invalid (False) when one failed, else unknown (None)."""
+    if any(r is not None and r.ok is False for r in results):
+        return False
+    if any(r is None or r.ok is None for r in results):
+        return None
+    return True

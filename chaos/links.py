@@ -120,9 +120,12 @@ class Links:
             self.toxics.get((src, dst), {}).pop(kind, None)
 
     def holds(self, src: str, dst: str) -> bool:
-        """Nothing gets through now (a partition, an isolated or frozen node, a black hole): a
-        connection attempt's SYN would go unanswered."""
-        if not self.reachable(src, dst):
+        """A connection attempt's SYN would go unanswered (a partition, an isolated node, a black
+        hole). Not for a frozen node: its kernel still answers the handshake, and what is sent on
+        the connection then waits."""
+        if src != dst and (src in self.isolated or dst in self.isolated):
+            return True
+        if (src, dst) in self.blocked:
             return True
         toxics = self._toxics_on(src, dst)
         return bool(toxics) and "blackhole" in toxics

@@ -202,7 +202,7 @@ def run_scenario(args: argparse.Namespace) -> int:
         say(f"  {line}")
     say("expectations, as they are decided:")
     verdict = scenarios.run(prepared, options, on_result=lambda r: say(
-        f"  {'ok  ' if r.ok else 'FAIL'} {r.name}: {r.detail}"))
+        f"  {r.mark} {r.name}: {r.detail}"))
     if args.junit:
         args.junit.write_text(verdict.junit())
     if args.json:
@@ -211,7 +211,9 @@ def run_scenario(args: argparse.Namespace) -> int:
         label = {True: "VALID", False: "INVALID", None: "UNKNOWN"}[verdict.valid]
         if verdict.error:
             say(f"the run could not be judged: {verdict.error}")
-        say(f"{label}: {sum(r.ok for r in verdict.results)}/{len(verdict.results)} expectations held; "
+        unjudged = sum(r.ok is None for r in verdict.results)
+        say(f"{label}: {sum(r.ok is True for r in verdict.results)}/{len(verdict.results)} expectations held"
+            + (f", {unjudged} could not be judged" if unjudged else "") + "; "
             f"{verdict.virtual_seconds:.0f} virtual s in {verdict.wall_seconds:.1f} wall s, "
             f"{verdict.event_count} events, sha256 {verdict.event_log_sha256}")
     return verdict.exit_code

@@ -45,6 +45,10 @@ class EventLog:
     def now(self) -> float:
         return self._clock() - self._origin
 
+    def clock_time(self, t: float) -> float:
+        """The clock's time at run time `t`: a scenario's `at = "1m"` is t = 60.000 in the log."""
+        return self._origin + t
+
     def emit(self, node: str, kind: str, **fields) -> dict:
         record = {"t": round(self.now(), 6), "node": node, "kind": kind, **fields}
         self._buffer += pack_record(record)

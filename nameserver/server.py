@@ -12,6 +12,7 @@ import trio
 
 from .config import NamesrvConfig
 from .processor import DefaultRequestProcessor, Listener
+from .schedule import Schedule
 from .connection import Connection, remote_address
 from .protocol import FRAME_MAX_LENGTH
 from .tcp import RawSocketListener
@@ -42,8 +43,10 @@ class Channel:
 
 
 class NameServer:
-    def __init__(self, config: NamesrvConfig | None = None, *, listener: Listener | None = None):
+    def __init__(self, config: NamesrvConfig | None = None, *, listener: Listener | None = None,
+                 schedule: Schedule | None = None):
         self.config = config or NamesrvConfig()
+        self.schedule = schedule or Schedule()
         self.processor = DefaultRequestProcessor(self.config, listener=listener)
         # Insertion order (a dict, not a set): the idle close walks it, and a simulated run must
         # not depend on where objects happen to sit in memory.
@@ -77,13 +80,12 @@ class NameServer:
 
     async def run_scan(self) -> None:
         """scanNotActiveBroker at a fixed rate: first after 5 s, then every interval."""
-        next_scan = trio.current_time() + FIRST_SCAN_DELAY
-        while True:
-            await trio.sleep_until(next_scan)
-            for channel in self.processor.scan_not_active_broker(trio.current_time()):
-                if isinstance(channel, Channel):
-                    channel.close("broker channel expired")
-            next_scan += self.config.scanNotActiveBrokerInterval
+        await self.schedule.every(FIRST_SCAN_DELAY, self.config.scanNotActiveBrokerInterval, self._scan)
+
+    async def _scan(self) -> None:
+        for channel in self.processor.scan_not_active_broker(trio.current_time()):
+            if isinstance(channel, Channel):
+                channel.close("broker channel expired")
 
     async def run_idle_close(self) -> None:
         """Close connections idle for serverChannelMaxIdleTimeSeconds: no request read for that
@@ -107,7 +109,7 @@ class NameServer:
                         channel.close(f"idle for {idle:g} s")
                     elif expiry < wake:
                         wake = expiry
-            await trio.sleep_until(wake)
+            await self.schedule.sleep_until(wake)
 
     async def handle_stream(self, stream: trio.abc.Stream) -> None:
         channel = Channel(remote_address(stream), trio.current_time())

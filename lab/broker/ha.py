@@ -142,7 +142,7 @@ class HAClient:
                 if str(e) != self._trouble:  # one event per change of trouble, not one per retry
                     self._trouble = str(e)
                     self.node.emit("broker.replicate", master=master, ok=False, error=self._trouble)
-                await trio.sleep(self.heartbeat_interval)
+                await self.node.sleep(self.heartbeat_interval)
 
     def _transfer(self, master: str, handover: Handover) -> None:
         state = {"offset": self.store.max_physical_offset, "offsetsVersion": self._offsets_version,

@@ -25,7 +25,6 @@ from typing import Callable
 
 import trio
 
-from chaos.clock import sleep_until
 from nameserver import bodies
 from nameserver.connection import Connection, remote_address
 from nameserver.protocol import RemotingCommand, RequestCode, ResponseCode, SerializeType
@@ -205,11 +204,10 @@ class Broker:
 
     async def _register_periodically(self) -> None:
         period = max(10.0, min(self.config.registerNameServerPeriod, 60.0))
-        next_at = trio.current_time() + FIRST_REGISTER_DELAY
-        while True:
-            await sleep_until(next_at)
-            await self.register_broker_all("period")
-            next_at += period
+        await self.node.schedule.every(FIRST_REGISTER_DELAY, period, self._register_period)
+
+    async def _register_period(self) -> None:
+        await self.register_broker_all("period")
 
     async def _register_on_topic_change(self) -> None:
         while True:
@@ -515,8 +513,10 @@ class Broker:
 
     async def _scan_not_active_channel(self) -> None:
         """ClientHousekeepingService: clients silent for 120 s are dropped and their connections closed."""
-        while True:
-            await sleep_until(trio.current_time() + CLIENT_HOUSEKEEPING_INTERVAL)
-            for group, channel in self.consumer_manager.scan_not_active_channel(trio.current_time()):
-                channel.close()
-                self._consumer_ids_changed(group, "expired")
+        await self.node.schedule.every(CLIENT_HOUSEKEEPING_INTERVAL, CLIENT_HOUSEKEEPING_INTERVAL,
+                                       self._close_not_active_channels)
+
+    async def _close_not_active_channels(self) -> None:
+        for group, channel in self.consumer_manager.scan_not_active_channel(trio.current_time()):
+            channel.close()
+            self._consumer_ids_changed(group, "expired")

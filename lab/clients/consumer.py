@@ -250,7 +250,7 @@ class Consumer:
                     if trouble is not None:
                         log.log(logging.WARNING if isinstance(trouble, MessageFormatError) else logging.INFO,
                                 "%s: pull %s failed: %s", self.instance.client_id, mq, trouble)
-                        await trio.sleep(delay)
+                        await self.node.sleep(delay)
             finally:
                 pq.dropped = True
 
@@ -311,7 +311,7 @@ class Consumer:
         the next rebalance picks it up again from there."""
         self.node.emit("consumer.offset_moved", topic=mq.topic, broker=mq.broker_name, queue=mq.queue_id,
                        offset=pq.next_offset, next_offset=next_begin_offset)
-        await trio.sleep(OFFSET_MOVED_DELAY)
+        await self.node.sleep(OFFSET_MOVED_DELAY)
         self.offset_store.update_offset(mq, next_begin_offset, increase_only=False)
         await self.persist(mq)
         if self.process_queue_table.get(mq) is pq:

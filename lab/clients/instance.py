@@ -8,7 +8,8 @@ NameServer choice, the route cache, heartbeats to brokers and the periodic tasks
     rebalance                    every rebalanceInterval (20 s), at once on NOTIFY_CONSUMER_IDS_CHANGED
 
 Every route fetch emits `client.route`; the cached route survives any failed fetch, so a running
-client keeps working while every NameServer is down — but a new one cannot start.
+client keeps working while every NameServer is down. A new one starts (4.9.8's start() needs no
+NameServer) but has no route: its sends fail with "No route info of this topic" until one answers.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from chaos.clock import sleep_until
 from lab.remoting.channels import ChannelTable, Node
 from nameserver.client import RemotingError
 from nameserver.protocol import RemotingCommand, RequestCode
@@ -78,15 +78,13 @@ class MQClientInstance:
     async def start(self, topics: list[str]) -> None:
         """Fetch the routes of `topics` and start the periodic tasks (once per instance).
 
-        Fails (MQClientError) when no NameServer can be reached and a topic has no cached route:
-        a client cannot start while every NameServer is down. A NameServer that answers
-        TOPIC_NOT_EXIST does not stop the start; the route poll keeps asking."""
+        As in 4.9.8, a client starts whether or not a NameServer answers: one that gets no route
+        keeps asking every route poll, and its sends fail meanwhile with "No route info of this
+        topic" (every fetch is a `client.route` record)."""
         if self._services is None and self.source.ws_addr:
             await self.fetch_name_server_addr()
         for topic in topics:
-            route, failure = await self._refresh(topic)
-            if route is None and isinstance(failure, RemotingError):
-                raise MQClientError(f"{self.client_id} cannot start: {NoRouteInfoError(topic, str(failure))}")
+            await self._refresh(topic)
         if self._services is None:
             self._services = trio.CancelScope()
             self.nursery.start_soon(self._run_services)
@@ -96,24 +94,15 @@ class MQClientInstance:
         with self._services:
             async with trio.open_nursery() as nursery:
                 if self.source.ws_addr:
-                    nursery.start_soon(self._every, FETCH_NAMESRV_ADDR_DELAY, FETCH_NAMESRV_ADDR_PERIOD,
+                    nursery.start_soon(self.node.schedule.every, FETCH_NAMESRV_ADDR_DELAY, FETCH_NAMESRV_ADDR_PERIOD,
                                        self.fetch_name_server_addr)
-                nursery.start_soon(self._every, POLL_NAMESERVER_DELAY, c.pollNameServerInterval,
+                nursery.start_soon(self.node.schedule.every, POLL_NAMESERVER_DELAY, c.pollNameServerInterval,
                                    self.update_topic_route_info_from_name_server_all)
-                nursery.start_soon(self._every, HEARTBEAT_DELAY, c.heartbeatBrokerInterval,
+                nursery.start_soon(self.node.schedule.every, HEARTBEAT_DELAY, c.heartbeatBrokerInterval,
                                    self.send_heartbeat_to_all_broker)
-                nursery.start_soon(self._every, PERSIST_OFFSET_DELAY, c.persistConsumerOffsetInterval,
+                nursery.start_soon(self.node.schedule.every, PERSIST_OFFSET_DELAY, c.persistConsumerOffsetInterval,
                                    self.persist_all_consumer_offset)
                 nursery.start_soon(self._rebalance_service)
-
-    @staticmethod
-    async def _every(delay: float, period: float, task) -> None:
-        """At a fixed rate; a run that overruns its period delays the next rather than bunching."""
-        next_run = trio.current_time() + delay
-        while True:
-            await sleep_until(next_run)
-            await task()
-            next_run = max(next_run + period, trio.current_time())
 
     def shutdown(self) -> None:
         """Stop the periodic tasks and close every channel, once no producer or consumer is left."""
@@ -238,6 +227,7 @@ class MQClientInstance:
         while True:
             with trio.move_on_after(self.node.config.consumer.rebalanceInterval):
                 await self._rebalance_wakeup.wait()
+            await self.node.pause.running()
             self._rebalance_wakeup = trio.Event()
             for consumer in self.consumers:
                 await consumer.do_rebalance()

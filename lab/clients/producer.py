@@ -92,7 +92,7 @@ class Producer:
         handover = Handover()
         loop = _RateLoop(self, handover)
         try:
-            loop.send_next()
+            loop.timer = loop.call_at(loop.next_send, loop.send_next)
             await _drive(handover)
         finally:
             loop.stop()
@@ -286,13 +286,16 @@ class _RateLoop:
         self.producer, self.handover = producer, handover
         self.interval = 1.0 / producer.config.rate
         self.call_at = timer_source()
-        self.next_send = producer.node.now()
+        self.next_send = producer.node.now() + producer.node.phase * self.interval
         self.count = itertools.count()
         self.sending: _Sending | None = None
         self.timer: list | None = None
 
     def send_next(self) -> None:
-        p, i = self.producer, next(self.count)
+        p = self.producer
+        if p.node.pause.defer(self.send_next):
+            return  # frozen: the send that came due goes out on resume
+        i = next(self.count)
         try:  # a timer runs it, where no task of the producer's could catch what it raises
             self.sending = _Sending(p, p.topics[i % len(p.topics)], p.payload(i), self.handover, self._sent)
             self.sending.start()

@@ -58,13 +58,14 @@ def is_retryable(error: Exception) -> bool:
 
 
 def remaining_budget(begin_first: float, now: float, timeout: float) -> float:
-    """What is left of sendMsgTimeout for the next attempt; <= 0 means stop.
+    """What is left of sendMsgTimeout for the next attempt, in whole milliseconds as Java counts
+    them; <= 0 means stop (sendDefaultImpl call timeout).
 
     Java stops when `timeout < costTime`; an attempt that timed out there always overshoots its
-    deadline by a few ms. On a virtual clock it ends exactly on it, so a spent budget (== 0)
-    stops too — either way there is no retry after a timeout.
+    deadline by a few ms. On a virtual clock it ends on the deadline itself, give or take a float's
+    last bit, so a spent budget (0 ms) stops too — either way there is no retry after a timeout.
     """
-    return timeout - (now - begin_first)
+    return (round(timeout * 1000) - round((now - begin_first) * 1000)) / 1000
 
 
 # --- latency fault tolerance ------------------------------------------------------------------------

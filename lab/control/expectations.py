@@ -1,21 +1,9 @@
 """The expectations a scenario can state, checked over the event log while the run goes.
 
-Each type is a chaos.checks.Check built from an `[[expect]]` table. Parameters are validated
-before the run; a bad one is reported as FILE:LINE: [[expect]] #N KEY: what is wrong.
-
-| type | parameters | holds when |
-| --- | --- | --- |
-| broker_removed | broker, within, after?, nameservers? | every NameServer that held the broker at `after` (default: the last fault on it) and is up has removed it within `within` |
-| no_stale_broker | slack?, limit? | no live NameServer keeps a broker unheard for longer than `limit` (default brokerChannelExpiredTime + scanNotActiveBrokerInterval, + slack) |
-| send_success_rate | min, phase? | of the messages first sent in the phase, at least `min` (0..1) were acknowledged |
-| all_acked_consumed | — | every acknowledged message is consumed by the end |
-| duplicates | max? (0) | at most `max` messages are consumed more than once |
-| nameservers_agree | within, after? or phase?, topic? | all live NameServers hold the same route for the topic (default: every topic) within `within` of `after` / the phase start |
-| new_client | fails_in?, succeeds_in? | every client started by `new-client` in phase `fails_in` failed to start, and every one in `succeeds_in` started |
-| sends_avoid | broker, phase | no message is acknowledged by that broker group (e.g. broker-a) during the phase |
-| consumed_from | broker, phase, min? (1) | consumers read at least `min` messages from that broker node (e.g. a slave) in the phase |
-| broker_kept | broker, phase?, nameservers? | no NameServer (of those listed) removes the broker during the phase |
-| nameserver_switch | phase?, away_from? | some client moves to another NameServer during the phase (away from `away_from`, if given) |
+Each type is a chaos.checks.Check built from an `[[expect]]` table; docs/scenarios.md is the
+reference of types and keys. Parameters are validated before the run; a bad one is reported as
+FILE:LINE: [[expect]] #N KEY: what is wrong. An expectation whose subject never happened could
+not be judged: the verdict is then unknown, never valid.
 """
 
 from __future__ import annotations
@@ -40,6 +28,7 @@ class ClusterView:
         self.tables: dict[str, dict] = {}  # nameserver -> latest ns.tables
         self.last_register: dict[tuple[str, str], float] = {}  # (nameserver, broker addr) -> t
         self.last_fault_on: dict[str, float] = {}
+        self.client_ns: dict[str, str] = {}  # client -> the NameServer address it uses
 
     def observe(self, r: dict) -> None:
         kind, node = r["kind"], r["node"]
@@ -53,6 +42,8 @@ class ClusterView:
             self.up[node] = False
         elif kind == "ns.tables":
             self.tables[node] = r
+        elif kind == "client.ns_switch":
+            self.client_ns[node] = r["to"]
         elif kind == "ns.register":
             self.last_register[(node, r["broker_addr"])] = r["t"]
         elif kind == "chaos.fault":
@@ -88,53 +79,71 @@ class _Expectation(Check):
 
 
 class BrokerRemoved(_Expectation):
-    def __init__(self, spec, view, *, broker, within, after=None, nameservers=None):
+    """broker: a node name, or "all" for every broker."""
+
+    def __init__(self, spec, view, *, brokers, within, after=None, nameservers=None):
         super().__init__(spec, view)
-        self.broker, self.within, self.after, self.only = broker, within, after, nameservers
+        self.brokers, self.within, self.after, self.only = brokers, within, after, nameservers
+        self.label = brokers[0] if len(brokers) == 1 else "every broker"
         self.start: float | None = None
-        self.pending: set[str] = set()
-        self.addr: str | None = None
+        self.pending: set[tuple[str, str]] = set()  # (nameserver, broker address)
 
     def _begin(self, t: float) -> None:
         self.start = t
-        self.addr = self.view.address.get(self.broker)
         candidates = self.only or self.view.live_nameservers()
-        self.pending = {ns for ns in candidates if self.addr and self.view.holds(ns, self.addr)}
+        addrs = [self.view.address[b] for b in self.brokers if b in self.view.address]
+        self.pending = {(ns, addr) for ns in candidates for addr in addrs if self.view.holds(ns, addr)}
+        if not self.pending:
+            self.unjudged(f"no NameServer{' of ' + ', '.join(self.only) if self.only else ''} held "
+                          f"{self.label} at t={t:g}s", t)
 
     def observe(self, r: dict) -> None:
         if self.start is None:
-            if self.after is None and r["kind"] == "chaos.fault" and self.broker in self.view.last_fault_on \
-                    and self.view.last_fault_on[self.broker] == r["t"]:
+            if self.after is not None:
+                if r["t"] >= self.after:  # the first record at `after`: the state as it stood then
+                    self._begin(self.after)
+            elif r["kind"] == "chaos.fault" and any(b in _fault_targets(r) for b in self.brokers):
                 self._begin(r["t"])
             return
-        if r["kind"] == "ns.remove" and r["broker_addr"] == self.addr:
-            self.pending.discard(r["node"])
-        elif r["kind"] == "node.stop" and r["node"] in self.pending:
-            self.pending.discard(r["node"])  # a NameServer that died holds nothing
-        if not self.pending and r["t"] <= self.start + self.within:
-            self.succeed(f"removed from every NameServer within {r['t'] - self.start:.1f}s", r["t"])
+        if not self.pending:
+            return
+        if r["kind"] == "ns.remove":
+            self.pending.discard((r["node"], r["broker_addr"]))
+        elif r["kind"] == "node.stop":  # a NameServer that died holds nothing
+            self.pending = {(ns, addr) for ns, addr in self.pending if ns != r["node"]}
+        if not self.pending:
+            took = r["t"] - self.start
+            if took <= self.within:
+                self.succeed(f"removed {self.label} from every NameServer within {took:.1f}s", r["t"])
+            else:
+                self.fail(f"{self.label} was removed from every NameServer only {took:.1f}s after "
+                          f"t={self.start:g}s (within {self.within:g}s)", r["t"])
 
     def tick(self, now: float) -> None:
         if self.start is None and self.after is not None and now >= self.after:
             self._begin(self.after)
-        if self.start is not None and not self.decided:
-            if not self.pending:
-                self.succeed("removed from every NameServer that held it", now)
-            elif now > self.start + self.within:
-                self.fail(f"{', '.join(sorted(self.pending))} still held {self.broker} ({self.addr}) "
-                          f"{self.within:g}s after t={self.start:g}s", now)
+        if self.start is not None and self.pending and now > self.start + self.within:
+            held = ", ".join(f"{ns} {self.view.node_at.get(addr, addr)}" for ns, addr in sorted(self.pending))
+            self.fail(f"still held {self.within:g}s after t={self.start:g}s: {held}", now)
 
     def finish(self, now: float) -> None:
         if self.start is None:
-            self.fail(f"no fault on {self.broker} happened, so nothing was checked", now)
+            self.unjudged(f"no fault on {self.label} happened" if self.after is None
+                          else f"the run ended before t={self.after:g}s", now)
         self.tick(now)
+        if self.pending:
+            self.fail(f"the run ended with {self.label} still held", now)
+
+
+def _fault_targets(r: dict) -> list[str]:
+    return list(r.get("nodes", [])) + [n for group in r.get("groups", []) for n in group]
 
 
 class NoStaleBroker(_Expectation):
     def __init__(self, spec, view, *, limit):
         super().__init__(spec, view)
         self.limit = limit
-        self.worst = 0.0
+        self.worst: float | None = None
 
     def tick(self, now: float) -> None:
         for ns in self.view.live_nameservers():
@@ -143,13 +152,15 @@ class NoStaleBroker(_Expectation):
                 if heard is None:
                     continue
                 silent = now - heard
-                self.worst = max(self.worst, silent)
+                self.worst = max(self.worst or 0.0, silent)
                 if silent > self.limit:
                     self.fail(f"{ns} kept {self.view.node_at.get(addr, addr)} ({addr}) unheard for "
                               f"{silent:.0f}s > {self.limit:g}s", now)
 
     def finish(self, now: float) -> None:
         self.tick(now)
+        if self.worst is None:
+            self.unjudged("no NameServer held a registered broker", now)
         self.succeed(f"longest silence kept: {self.worst:.0f}s (limit {self.limit:g}s)", now)
 
 
@@ -163,17 +174,21 @@ class _PhaseCheck(_Expectation):
 
 
 class SendSuccessRate(_PhaseCheck):
-    def __init__(self, spec, view, *, start, end, minimum, settle):
+    def __init__(self, spec, view, *, start, end, minimum, settle, producers=None):
         super().__init__(spec, view, start=start, end=end)
-        self.minimum, self.settle = minimum, settle
+        self.minimum, self.settle, self.producers = minimum, settle, producers
         self.first_sent: dict[str, float] = {}
         self.outcome: dict[str, bool] = {}
 
     def observe(self, r: dict) -> None:
         kind = r["kind"]
-        if kind == "producer.send" and r["attempt"] == 1:
-            self.first_sent.setdefault(r["msg_id"], r["t"])
-        elif kind in ("producer.ack", "producer.failed"):
+        if kind not in ("producer.send", "producer.ack", "producer.failed") or \
+                (self.producers is not None and r["node"] not in self.producers):
+            return
+        if kind == "producer.send":
+            if r["attempt"] == 1:
+                self.first_sent.setdefault(r["msg_id"], r["t"])
+        else:
             self.first_sent.setdefault(r["msg_id"], r["t"])  # failed before any attempt (no route)
             self.outcome[r["msg_id"]] = kind == "producer.ack"
 
@@ -189,7 +204,7 @@ class SendSuccessRate(_PhaseCheck):
     def _decide(self, now: float) -> None:
         acked, total = self._rate()
         if total == 0:
-            self.fail(f"no message was sent between {self.start:g}s and {self.end:g}s", now)
+            self.unjudged(f"no message was sent between {self.start:g}s and {self.end:g}s", now)
         elif acked / total >= self.minimum:
             self.succeed(f"{acked}/{total} acknowledged ({acked / total:.1%} >= {self.minimum:.1%})", now)
         else:
@@ -213,22 +228,30 @@ class AllAckedConsumed(_Expectation):
 
     def finish(self, now: float) -> None:
         lost = [m for m in self.acked if m not in self.consumed]
-        if lost:
+        if not self.acked:
+            self.unjudged("no message was acknowledged", now)
+        elif lost:
             self.fail(f"{len(lost)} of {len(self.acked)} acknowledged messages never consumed, e.g. {lost[:3]}", now)
         else:
             self.succeed(f"all {len(self.acked)} acknowledged messages consumed", now)
 
 
-class Duplicates(_Expectation):
-    def __init__(self, spec, view, *, maximum):
-        super().__init__(spec, view)
+class Duplicates(_PhaseCheck):
+    """A message counts as duplicated in the phase when its second consumption falls in it."""
+
+    def __init__(self, spec, view, *, maximum, start, end):
+        super().__init__(spec, view, start=start, end=end)
         self.maximum = maximum
         self.seen: Counter = Counter()
+        self.consumed = 0  # consumptions in the phase
         self.duplicated = 0
 
     def observe(self, r: dict) -> None:
         if r["kind"] == "consumer.consume":
             self.seen[r["msg_id"]] += 1
+            if not self.in_phase(r["t"]):
+                return
+            self.consumed += 1
             if self.seen[r["msg_id"]] == 2:
                 self.duplicated += 1
                 if self.duplicated > self.maximum:
@@ -236,13 +259,24 @@ class Duplicates(_Expectation):
                               f"e.g. {r['msg_id']} at t={r['t']:g}s", r["t"])
 
     def finish(self, now: float) -> None:
-        self.succeed(f"{self.duplicated} messages consumed more than once (max {self.maximum})", now)
+        if not self.consumed:
+            self.unjudged(f"no message was consumed between {self.start:g}s and {self.end:g}s", now)
+        self.succeed(f"{self.duplicated} of {self.consumed} consumptions between {self.start:g}s and "
+                     f"{self.end:g}s were a message's second (max {self.maximum})", now)
 
 
 class NameserversAgree(_Expectation):
-    def __init__(self, spec, view, *, topics, after, within):
+    """Converge within `within` of `after`: the last disagreement between `after` and `until` (the
+    phase's end, else the run's) ends by then. NameServers that agreed all along had nothing to
+    converge: that is not a pass."""
+
+    def __init__(self, spec, view, *, topics, after, within, until):
         super().__init__(spec, view)
-        self.topics, self.after, self.within = topics, after, within
+        self.topics, self.after, self.within, self.until = topics, after, within, until
+        self.disagreed = False
+        self.looked = False
+        self.agreed_since: float | None = None  # None: they disagree now
+        self.differs: str | None = None
 
     def _disagreement(self) -> str | None:
         live = self.view.live_nameservers()
@@ -254,57 +288,114 @@ class NameserversAgree(_Expectation):
                     for ns, r in routes.items())
         return None
 
-    def tick(self, now: float) -> None:
-        if now < self.after or self.decided:
+    def _look(self, t: float) -> None:
+        if t < self.after or t > self.until or self.decided:
             return
         differs = self._disagreement()
-        if differs is None:
-            self.succeed(f"all live NameServers agree {now - self.after:.0f}s after t={self.after:g}s", now)
-        elif now > self.after + self.within:
-            self.fail(f"still disagree {self.within:g}s after t={self.after:g}s: {differs}", now)
+        if differs is not None:
+            self.disagreed, self.agreed_since, self.differs = True, None, differs
+            if t > self.after + self.within:
+                self.fail(f"still disagree {self.within:g}s after t={self.after:g}s: {differs}", t)
+        elif self.agreed_since is None:
+            self.agreed_since = t
+
+    def observe(self, r: dict) -> None:
+        if r["kind"] in ("ns.tables", "node.start", "node.stop") or (not self.looked and r["t"] >= self.after):
+            self.looked = True  # the first record at `after`: how things stood then
+            self._look(r["t"])
+
+    def tick(self, now: float) -> None:
+        self._look(now)
+        if now >= self.until:
+            self._decide(now)
+
+    def _decide(self, now: float) -> None:
+        if self.decided:
+            return
+        if self.agreed_since is None and not self.disagreed:
+            self.unjudged(f"the run ended before t={self.after:g}s", now)
+        elif self.agreed_since is None:
+            self.fail(f"still disagree at t={min(now, self.until):g}s: {self.differs}", now)
+        elif not self.disagreed:
+            self.unjudged(f"the NameServers agreed all along from t={self.after:g}s: nothing had to converge", now)
+        else:
+            self.succeed(f"all live NameServers agree from {self.agreed_since - self.after:.1f}s after "
+                         f"t={self.after:g}s", now)
 
     def finish(self, now: float) -> None:
-        self.tick(now)
-        if not self.decided:
-            self.fail(f"the run ended before t={self.after:g}s", now)
+        self._look(now)
+        self._decide(now)
 
 
 class NewClient(_Expectation):
+    """A client started in `fails_in` gets no route while that phase lasts (4.9.8's start() works
+    without a NameServer; its sends fail with "No route info of this topic"); one started in
+    `succeeds_in` has its route as it starts (its first fetch, failing over between NameServers)."""
+
     def __init__(self, spec, view, *, fails, succeeds):
         super().__init__(spec, view)
         self.fails, self.succeeds = fails, succeeds  # (start, end) or None
-        self.seen = {"fails": 0, "succeeds": 0}
+        self.started: dict[str, tuple[str, tuple[float, float]]] = {}  # node -> (label, window)
+        self.routed: dict[str, float] = {}  # node -> first route from a NameServer
+        self.fetched: dict[str, dict[str, bool]] = {}  # node -> topic -> its first fetch got it
 
     def observe(self, r: dict) -> None:
-        if r["kind"] != "client.start":
-            return
-        for label, window, wanted in (("fails", self.fails, False), ("succeeds", self.succeeds, True)):
-            if window and window[0] <= r["t"] <= window[1]:
-                self.seen[label] += 1
-                if r["ok"] != wanted:
-                    self.fail(f"{r['node']} {'started' if r['ok'] else 'failed to start: ' + r.get('error', '')} "
-                              f"at t={r['t']:g}s", r["t"])
+        kind, node = r["kind"], r["node"]
+        if kind == "client.start":
+            for label, window in (("fails", self.fails), ("succeeds", self.succeeds)):
+                if window and window[0] <= r["t"] <= window[1]:
+                    self.started[node] = (label, window)
+            if not r["ok"] and node in self.started:
+                self.fail(f"{node} could not start at t={r['t']:g}s: {r.get('error', '')}", r["t"])
+            elif node in self.started and self.started[node][0] == "succeeds":
+                unrouted = [topic for topic, ok in self.fetched.get(node, {}).items() if not ok]
+                if node not in self.routed or unrouted:
+                    self.fail(f"{node} started at t={r['t']:g}s without the route of "
+                              f"{', '.join(unrouted) or 'any topic'}: its first fetch failed", r["t"])
+        elif kind == "client.route" and node not in self.started:  # a new client's fetches as it starts
+            self.fetched.setdefault(node, {}).setdefault(r["topic"], r["ok"])  # the first fetch tells
+        if kind == "client.route" and r["ok"] and node not in self.routed:
+            self.routed[node] = r["t"]
+            label, window = self.started.get(node, ("", None))
+            if label == "fails" and r["t"] <= window[1]:
+                self.fail(f"{node} got the route of {r['topic']} from {self.view.node_at.get(r['ns'], r['ns'])} "
+                          f"at t={r['t']:g}s", r["t"])
 
     def finish(self, now: float) -> None:
         for label, window in (("fails", self.fails), ("succeeds", self.succeeds)):
-            if window and not self.seen[label]:
-                self.fail(f"no new client was started between {window[0]:g}s and {window[1]:g}s", now)
-        self.succeed(", ".join(f"{n} new client(s) {'failed' if k == 'fails' else 'started'} as expected"
-                               for k, n in self.seen.items() if n), now)
+            if window and not any(w == window and l == label for l, w in self.started.values()):
+                self.unjudged(f"no new client was started between {window[0]:g}s and {window[1]:g}s", now)
+        for node, (label, window) in self.started.items():
+            if label == "succeeds" and not (node in self.routed and self.routed[node] <= window[1]):
+                self.fail(f"{node} got no route before t={window[1]:g}s", now)
+        if not self.decided:
+            self.succeed("; ".join(
+                f"{node} {'had no route while it lasted' if label == 'fails' else 'got a route at t=%gs' % self.routed[node]}"
+                for node, (label, _) in self.started.items()), now)
 
 
 class SendsAvoid(_PhaseCheck):
+    """No attempt begun in the phase is acknowledged by the broker group."""
+
     def __init__(self, spec, view, *, broker, start, end):
         super().__init__(spec, view, start=start, end=end)
-        self.broker, self.count = broker, 0
+        self.broker, self.sent = broker, 0
 
     def observe(self, r: dict) -> None:
-        if r["kind"] == "producer.ack" and r["broker"] == self.broker and self.in_phase(r["t"]):
-            self.count += 1
-            self.fail(f"{r['msg_id']} acknowledged by {self.broker} at t={r['t']:g}s", r["t"])
+        if r["kind"] != "producer.send":
+            return
+        begun = r["t"] - r["latency"]
+        if not self.in_phase(begun):
+            return
+        self.sent += 1
+        if r["result"] == "ok" and r["broker"] == self.broker:
+            self.fail(f"{r['msg_id']} went to {self.broker} at t={begun:g}s and was acknowledged", r["t"])
 
     def finish(self, now: float) -> None:
-        self.succeed(f"no message went to {self.broker} between {self.start:g}s and {self.end:g}s", now)
+        if not self.sent:
+            self.unjudged(f"no message was sent between {self.start:g}s and {self.end:g}s", now)
+        self.succeed(f"none of {self.sent} attempts between {self.start:g}s and {self.end:g}s was stored "
+                     f"by {self.broker}", now)
 
 
 class ConsumedFrom(_PhaseCheck):
@@ -329,22 +420,43 @@ class BrokerKept(_PhaseCheck):
     def __init__(self, spec, view, *, node, start, end, nameservers):
         super().__init__(spec, view, start=start, end=end)
         self.node, self.only = node, nameservers
+        self.held_by: set[str] = set()  # NameServers seen holding it during the phase
+
+    def _note_holders(self, t: float) -> None:
+        addr = self.view.address.get(self.node)
+        if addr is None or not self.in_phase(t):
+            return
+        for ns in self.only or self.view.live_nameservers():
+            if self.view.holds(ns, addr):
+                self.held_by.add(ns)
 
     def observe(self, r: dict) -> None:
         if r["kind"] == "ns.remove" and self.in_phase(r["t"]) and r["broker_addr"] == self.view.address.get(self.node) \
                 and (self.only is None or r["node"] in self.only):
             self.fail(f"{r['node']} removed {self.node} at t={r['t']:g}s ({r['reason']})", r["t"])
+        elif r["kind"] == "ns.tables":
+            self._note_holders(r["t"])
+
+    def tick(self, now: float) -> None:
+        self._note_holders(now)
 
     def finish(self, now: float) -> None:
-        self.succeed(f"every NameServer kept {self.node} between {self.start:g}s and {self.end:g}s", now)
+        if not self.held_by:
+            self.unjudged(f"no NameServer held {self.node} between {self.start:g}s and {self.end:g}s", now)
+        self.succeed(f"{', '.join(sorted(self.held_by))} kept {self.node} between {self.start:g}s and "
+                     f"{self.end:g}s", now)
 
 
 class NameserverSwitch(_PhaseCheck):
     def __init__(self, spec, view, *, away_from, start, end):
         super().__init__(spec, view, start=start, end=end)
         self.away_from = away_from
+        self.on_it: list[str] | None = None  # at the phase start, the live clients using `away_from`
 
     def observe(self, r: dict) -> None:
+        if self.on_it is None and r["t"] >= self.start:
+            self.on_it = [c for c, ns in self.view.client_ns.items() if self.view.up.get(c) and
+                          (self.away_from is None or self.view.node_at.get(ns) == self.away_from)]
         if r["kind"] == "client.ns_switch" and self.in_phase(r["t"]) and r.get("from") and \
                 (self.away_from is None or self.view.node_at.get(r["from"]) == self.away_from):
             self.succeed(f"{r['node']} moved from {self.view.node_at.get(r['from'], r['from'])} to "
@@ -354,6 +466,8 @@ class NameserverSwitch(_PhaseCheck):
         if self.decided:
             return
         away = f" away from {self.away_from}" if self.away_from else ""
+        if not self.on_it:
+            self.unjudged(f"no client was using {self.away_from or 'a NameServer'} at t={self.start:g}s", now)
         self.fail(f"no client moved to another NameServer{away} between {self.start:g}s and {self.end:g}s", now)
 
 
@@ -416,31 +530,44 @@ def _build_one(scenario: Scenario, spec: ExpectSpec, config: LabConfig, topology
 
     kind = spec.type
     if kind == "broker_removed":
-        broker = node("broker", "broker")
+        if p.get("broker") == "all":
+            p.pop("broker")
+            brokers = [b.name for b in topology.brokers]
+        else:
+            brokers = [node("broker", "broker")]
         within = duration("within")
         after = duration("after", None)
-        check = BrokerRemoved(spec, view, broker=broker, within=within, after=after, nameservers=nameservers())
+        check = BrokerRemoved(spec, view, brokers=brokers, within=within, after=after, nameservers=nameservers())
     elif kind == "no_stale_broker":
         n = config.nameserver
         limit = duration("limit", n.brokerChannelExpiredTime + n.scanNotActiveBrokerInterval)
         check = NoStaleBroker(spec, view, limit=limit + duration("slack", 0))
     elif kind == "send_success_rate":
         start, end = window()
+        producers = take("producers", None)
+        if producers is not None and (not isinstance(producers, list) or any(roles.get(n) != "producer" for n in producers)):
+            known = sorted(n for n, r in roles.items() if r == "producer")
+            raise error(f"a list of producer names ({', '.join(known)}), not {producers!r}", "producers")
         check = SendSuccessRate(spec, view, start=start, end=end, minimum=number("min", ..., 0, 1),
-                                settle=config.producer.sendMsgTimeout * (config.producer.retryTimesWhenSendFailed + 1))
+                                settle=config.producer.sendMsgTimeout * (config.producer.retryTimesWhenSendFailed + 1),
+                                producers=producers)
     elif kind == "all_acked_consumed":
         check = AllAckedConsumed(spec, view)
     elif kind == "duplicates":
-        check = Duplicates(spec, view, maximum=int(number("max", 0, 0, 10**9)))
+        start, end = window()
+        check = Duplicates(spec, view, maximum=int(number("max", 0, 0, 10**9)), start=start, end=end)
     elif kind == "nameservers_agree":
         topic = take("topic", None)
         if topic is not None and topic not in topology.topics:
             raise error(f"no topic named {topic!r} (topics: {', '.join(topology.topics)})", "topic")
         after = duration("after", None)
+        start, until = window()
         if after is None:
-            after = window()[0]
+            after = start
+        elif not start <= after <= until:
+            raise error(f"{after:g}s is outside its phase ({start:g}s to {until:g}s)", "after")
         check = NameserversAgree(spec, view, topics=[topic] if topic else list(topology.topics),
-                                 after=after, within=duration("within"))
+                                 after=after, within=duration("within"), until=until)
     elif kind == "new_client":
         def phase_window(key):
             name = take(key, None)

@@ -68,12 +68,17 @@ class LabControl:
         name = fault.nodes[0]
         self.cluster.network.freeze(name)  # holds its links; a process of its own is SIGSTOPped too
         stopped = self.cluster.signal_process(name, signal.SIGSTOP)
+        if not stopped:
+            self.cluster.pauses[name].pause()  # its timers, waits and callbacks
         self.cluster.supervisor.nodes[name].state = "frozen"
         return f"{name} frozen{' (SIGSTOP)' if stopped else ''}: its connections stay open, nothing flows"
 
     async def _unfreeze(self, fault: Fault) -> str:
         name = fault.nodes[0]
-        self.cluster.signal_process(name, signal.SIGCONT)
+        if not self.cluster.signal_process(name, signal.SIGCONT):
+            # What came due while frozen runs first (a NameServer's overdue scan), then what
+            # waited in its sockets arrives.
+            self.cluster.pauses[name].resume()
         self.cluster.network.unfreeze(name)
         handle = self.cluster.supervisor.nodes[name]
         if handle.state == "frozen":

@@ -14,7 +14,7 @@ from pathlib import Path
 import trio
 
 import chaos
-from chaos.checks import Checker, Result
+from chaos.checks import Checker, Result, verdict
 from chaos.faults import FaultError
 from chaos.scenario import Scenario, ScenarioError, load_scenario
 
@@ -91,7 +91,7 @@ class Verdict:
     def valid(self) -> bool | None:
         if self.error is not None:
             return None
-        return all(r.ok for r in self.results)
+        return verdict(self.results)
 
     @property
     def exit_code(self) -> int:
@@ -107,15 +107,18 @@ class Verdict:
         }
 
     def junit(self) -> str:
-        failures = sum(not r.ok for r in self.results)
+        failures = sum(r.ok is False for r in self.results)
         suite = ET.Element("testsuite", name=f"nslab.{self.scenario}", tests=str(len(self.results)),
-                           failures=str(failures), errors="1" if self.error else "0",
+                           failures=str(failures), skipped=str(sum(r.ok is None for r in self.results)),
+                           errors="1" if self.error else "0",
                            time=f"{self.wall_seconds:.3f}")
         ET.SubElement(ET.SubElement(suite, "properties"), "property", name="seed", value=str(self.seed))
         for r in self.results:
             case = ET.SubElement(suite, "testcase", classname=f"nslab.{self.scenario}", name=r.name)
-            if not r.ok:
+            if r.ok is False:
                 ET.SubElement(case, "failure", message=r.detail).text = r.detail
+            elif r.ok is None:
+                ET.SubElement(case, "skipped", message=r.detail)
         if self.error:
             case = ET.SubElement(suite, "testcase", classname=f"nslab.{self.scenario}", name="run")
             ET.SubElement(case, "error", message=self.error).text = self.error
@@ -150,7 +153,8 @@ class Play:
 
     def _decided(self, result: Result) -> None:
         if self.events is not None:  # decisions before the cluster is up are rare; on_result still hears them
-            self.events.emit("lab", "check.result", name=result.name, ok=result.ok, detail=result.detail)
+            self.events.emit("lab", "check.result", name=result.name, ok=result.ok, status=result.status,
+                             detail=result.detail)
         if self.on_result is not None:
             self.on_result(result)
 
@@ -158,19 +162,20 @@ class Play:
         self.events = events
         scenario, checker = self.prepared.scenario, self.checker
         control = LabControl(cluster, nursery)
-        start = trio.current_time()
 
-        async def ticks():
+        async def ticks():  # at t = 1, 2, 3 ... s of the run
+            tick = 0
             while True:
+                tick += 1
+                await trio.sleep_until(events.clock_time(tick * TICK))
                 checker.tick(events.now())
-                await trio.sleep(TICK)
 
         async with trio.open_nursery() as timeline:
             timeline.start_soon(ticks)
             for step in scenario.timeline:
-                await trio.sleep_until(start + step.at)
+                await trio.sleep_until(events.clock_time(step.at))
                 await control.apply(step.fault, source="scenario")
-            await trio.sleep_until(start + scenario.duration)
+            await trio.sleep_until(events.clock_time(scenario.duration))
             for name, handle in list(cluster.supervisor.nodes.items()):
                 if handle.role == "producer":
                     await cluster.supervisor.stop(name)

@@ -17,8 +17,10 @@ from typing import Callable
 import trio
 
 from chaos.network import Network
+from chaos.pause import Pause
 from nameserver.client import RemotingClient, RemotingError, ReplyCallback
 from nameserver.protocol import RemotingCommand, SerializeType
+from nameserver.schedule import Schedule
 
 from lab.config import LabConfig
 from lab.events import EventLog
@@ -30,13 +32,15 @@ log = logging.getLogger("lab.node")
 
 @dataclass
 class Node:
-    """A lab node's handle on the world: name, network, event log, config and its own RNG."""
+    """A lab node's handle on the world: name, network, event log, config, its own RNG, and its
+    schedule: periodic work at a fixed rate from a seeded phase (0..1), held while it is frozen."""
 
     name: str
     network: Network
     events: EventLog
     config: LabConfig
     rng: random.Random = field(default_factory=random.Random)
+    phase: float = 0.0
 
     def __post_init__(self) -> None:
         # emit(kind, **fields): the event log's, with this node's name; a partial spares every
@@ -47,6 +51,12 @@ class Node:
         self.now: Callable[[], float] = trio.lowlevel.current_clock().current_time
         self.failure: Exception | None = None
         self._failed = trio.Event()
+        self.pause = Pause(on_error=self.fail)
+        self.schedule = Schedule(self.phase, self.pause.sleep_until)
+
+    async def sleep(self, seconds: float) -> None:
+        """A wait of the node's own (a pause after a failure): longer if the node is frozen meanwhile."""
+        await self.pause.sleep_until(self.now() + seconds)
 
     def fail(self, error: Exception) -> None:
         """The owner of what a node's callbacks raise (a reply callback, a timer's, a held
@@ -101,6 +111,7 @@ class ChannelTable:
                     stream = await self.node.network.connect(self.node.name, address)
                 except OSError as e:
                     raise RemotingError(f"connect to {address} failed: {e.strerror or e}") from None
+            await self.node.pause.running()
             if scope.cancelled_caught:
                 raise RemotingError(f"connect to {address} timed out after {self.connect_timeout:g} s")
             client = RemotingClient(stream, opaques=self._opaques, on_request=self.on_request,
@@ -128,6 +139,9 @@ class ChannelTable:
         except RemotingError:  # a timeout too: clientCloseSocketIfTimeout
             self.close(address)
             raise
+        finally:  # a timeout that fired while the node was frozen is seen when it resumes
+            if self.node.pause.paused:
+                await self.node.pause.running()
 
     def invoke_async(self, address: str, request: RemotingCommand, timeout: float, callback: ReplyCallback) -> None:
         """invokeAsync on the open channel to `address` (open it first: `connect`); RemotingError at
@@ -137,6 +151,8 @@ class ChannelTable:
             raise RemotingError(f"no open channel to {address}")
 
         def on_reply(reply: RemotingCommand | RemotingError) -> None:
+            if self.node.pause.defer(lambda: on_reply(reply)):
+                return  # a frozen node runs it when it resumes
             if isinstance(reply, RemotingError) and self._clients.get(address) is client:
                 self.close(address)
             callback(reply)

@@ -20,7 +20,9 @@ import msgpack
 import trio
 
 from chaos.network import Network
+from chaos.pause import Pause
 from nameserver.config import NamesrvConfig
+from nameserver.schedule import Schedule
 from nameserver.server import NameServer
 
 from lab.broker.server import Broker
@@ -56,13 +58,22 @@ class Cluster:
         self.stores: dict[str, MessageStore] = {}  # survive broker kills, as a disk would
         self.topic_tables: dict[str, dict] = {}  # each broker's topic table: on its disk too
         self.supervisor: Supervisor | None = None
+        self.pauses: dict[str, Pause] = {}  # node -> its Pause, for freeze (nodes in this process)
         self._tables_key: dict[str, object] = {}
 
     # --- nodes ------------------------------------------------------------------------------------
 
     def node(self, name: str) -> Node:
         # Each node draws from its own RNG, so one node's randomness never shifts another's.
-        return Node(name, self.network, self.events, self.config, random.Random(f"{self.seed}:{name}"))
+        node = Node(name, self.network, self.events, self.config, random.Random(f"{self.seed}:{name}"),
+                    phase=self.phase(name))
+        self.pauses[name] = node.pause
+        return node
+
+    def phase(self, name: str) -> float:
+        """Where in its periods a node's timers run (0..1), from the seed: as if each process had
+        been started at its own moment, so a sweep over seeds covers the timings a cluster has."""
+        return random.Random(f"{self.seed}:{name}:phase").random()
 
     def port(self, name: str, port: int) -> int:
         """Simulated nodes use fixed ports; real sockets take a free port the first time and keep
@@ -89,7 +100,9 @@ class Cluster:
             serverChannelMaxIdleTimeSeconds=c.serverChannelMaxIdleTimeSeconds,
             orderMessageEnable=c.orderMessageEnable,
         )
-        server = NameServer(config, listener=lambda kind, fields: self._on_ns_event(name, kind, fields))
+        pause = self.pauses[name] = Pause()
+        server = NameServer(config, listener=lambda kind, fields: self._on_ns_event(name, kind, fields),
+                            schedule=Schedule(self.phase(name), pause.sleep_until))
         listener, address = await self.network.listen(name, self.port(name, port))
         self.nameservers[name] = server
         self._tables_key.pop(name, None)

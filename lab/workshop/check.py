@@ -57,7 +57,7 @@ def run_scenario(exercise: Exercise, say: Callable[[str], None], events_path: Pa
     say(f"scenario {prepared.scenario.name} (seed {prepared.seed}, simulated time):")
     with quiet_nameservers():
         verdict = scenarios.run(prepared, RunOptions(sim=True, events_path=events_path),
-                                on_result=lambda r: say(f"  {'ok  ' if r.ok else 'FAIL'} {r.name}: {r.detail}"))
+                                on_result=lambda r: say(f"  {r.mark} {r.name}: {r.detail}"))
     if verdict.error:
         say(f"  the run could not be judged: {verdict.error}")
     return verdict

@@ -111,12 +111,14 @@ def freeze_minus_kill(records: list[dict]) -> float | None:
 
 
 def failed_sends_while_down(records: list[dict]) -> float | None:
-    """Sends that failed while every NameServer was down (from ns-down until ns-up)."""
+    """Sends of the producers already running that failed while every NameServer was down (from
+    ns-down until ns-up); a producer started meanwhile has no route, so all of its fail."""
     down = next((r["t"] for r in records if r["kind"] == "chaos.fault" and r["verb"] == "ns-down"), None)
     up = next((r["t"] for r in records if r["kind"] == "chaos.fault" and r["verb"] == "ns-up"), None)
     if down is None or up is None:
         return None
-    return sum(1 for r in records if r["kind"] == "producer.failed" and down <= r["t"] < up)
+    running = {r["node"] for r in records if r["kind"] == "node.start" and r["role"] == "producer" and r["t"] < down}
+    return sum(1 for r in records if r["kind"] == "producer.failed" and r["node"] in running and down <= r["t"] < up)
 
 
 def disagreement_seconds(records: list[dict]) -> float | None:
@@ -230,9 +232,9 @@ COURSE = [
              "kill-versus-freeze.toml", predict=Prediction(
                  "How many seconds longer does the frozen broker stay listed than the killed one?",
                  "s", 15.0, freeze_minus_kill)),
-    Exercise(3, "every-nameserver-down", "Every NameServer down: running clients survive, new ones fail",
+    Exercise(3, "every-nameserver-down", "Every NameServer down: running clients survive, new ones get no route",
              "all-nameservers-down", predict=Prediction(
-                 "How many sends fail while every NameServer is down?", "sends", 0.0, failed_sends_while_down)),
+                 "How many sends of the running producers fail while every NameServer is down?", "sends", 0.0, failed_sends_while_down)),
     Exercise(4, "partition-and-divergence", "Partition and divergence: two NameServers, two truths",
              "nameserver-divergence", predict=Prediction(
                  "For how many seconds does ns-0 go without broker-a-0 while ns-1 still lists it?",
