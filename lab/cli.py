@@ -68,6 +68,15 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--speed", type=float, default=launch.TUI_SPEED, help="playback speed (default %(default)g)")
     rp.set_defaults(run=run_replay)
 
+    sd = sub.add_parser("seeds", help="run scenarios over many seeds: their verdicts must hold on every one",
+                        description="Run scenarios (default: every bundled one) simulated, once per seed, a "
+                                    "process per core. Exit 0 when every run is valid, 1 when one is invalid, "
+                                    "2 when one could not be judged.")
+    sd.add_argument("scenarios", nargs="*", metavar="FILE-or-NAME")
+    sd.add_argument("--seeds", default="1-20", help="e.g. 1-20 (default), 7, or 1,5,9-12")
+    sd.add_argument("--jobs", type=int, help="processes (default: one per core)")
+    sd.set_defaults(run=run_seeds)
+
     sc = sub.add_parser("scenarios", help="list the bundled scenarios, a line each")
     sc.set_defaults(run=list_scenarios)
 
@@ -217,6 +226,18 @@ def run_scenario(args: argparse.Namespace) -> int:
             f"{verdict.virtual_seconds:.0f} virtual s in {verdict.wall_seconds:.1f} wall s, "
             f"{verdict.event_count} events, sha256 {verdict.event_log_sha256}")
     return verdict.exit_code
+
+
+def run_seeds(args: argparse.Namespace) -> int:
+    from chaos.scenario import ScenarioError
+
+    from .control import scenarios, seeds
+    try:
+        chosen = seeds.parse_seeds(args.seeds)
+        names = args.scenarios or [p.stem for p in scenarios.bundled()]
+        return seeds.gate(names, chosen, jobs=args.jobs)
+    except (ValueError, ScenarioError, ConfigError) as e:
+        return _fail("seeds", e)
 
 
 def list_scenarios(args: argparse.Namespace) -> int:

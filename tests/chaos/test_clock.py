@@ -6,6 +6,8 @@ import trio
 from chaos.clock import Timers, VirtualClock, sleep_until
 from chaos.links import Links, Toxic
 from chaos.network import SimNetwork
+from chaos.pause import Pause
+from nameserver.schedule import Schedule
 
 
 def test_timers_run_in_due_order_and_ties_in_the_order_they_were_set():
@@ -91,3 +93,47 @@ def test_sleep_until_on_another_clock_is_trios():
         return True
 
     assert trio.run(main)
+
+
+# --- Pause: freeze as SIGSTOP for an in-process node ------------------------------------------------
+
+async def test_a_pause_holds_a_wait_past_its_time_and_resume_runs_what_came_due(autojump_clock):
+    pause, woke, ran = Pause(), [], []
+    async with trio.open_nursery() as nursery:
+        async def sleeper():
+            await pause.sleep_until(trio.current_time() + 5)
+            woke.append(trio.current_time())
+
+        nursery.start_soon(sleeper)
+        await trio.sleep(1)
+        pause.pause()
+        assert pause.defer(lambda: ran.append(trio.current_time()))
+        await trio.sleep(99)
+        assert woke == [] and ran == [], "nothing of a paused node runs, however late"
+        pause.resume()
+        assert ran == [100.0], "a deferred callback runs on resume"
+        await trio.sleep(0.5)
+    assert woke == [100.0], "the overdue wait ends at the resume"
+    assert not pause.defer(lambda: None), "a running node runs its callbacks itself"
+
+
+async def test_a_fixed_rate_schedule_keeps_its_period_and_catches_up_after_a_pause(autojump_clock):
+    pause = Pause()
+    schedule = Schedule(0.5, pause.sleep_until)
+    runs = []
+
+    async def task():
+        runs.append(trio.current_time())
+        await trio.sleep(0.018)  # a run that takes time does not push the next one later
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(schedule.every, 10.0, 30.0, task)
+        await trio.sleep(100)
+        assert runs == [25.0, 55.0, 85.0], "first run at delay + phase × period, then every period"
+        pause.pause()
+        await trio.sleep(100)  # 115, 145, 175 come due while paused
+        assert len(runs) == 3
+        pause.resume()
+        await trio.sleep(1)
+        nursery.cancel_scope.cancel()
+    assert [round(t, 3) for t in runs[3:]] == [200.0, 200.018, 200.036], "the overdue runs come back to back"

@@ -71,6 +71,21 @@ async def test_a_new_connection_into_a_partition_hangs_until_the_caller_gives_up
     assert scope.cancelled_caught
 
 
+async def test_a_frozen_node_completes_the_handshake_and_answers_once_resumed(net, nursery):
+    # SIGSTOP: the kernel still accepts the connection; nothing is read or answered until SIGCONT.
+    address = await echo_server(net, nursery)
+    net.freeze("server")
+    with trio.fail_after(1):
+        stream = await net.connect("client", address)
+    await stream.send_all(b"hello")
+    with trio.move_on_after(0.3) as scope:
+        await stream.receive_some(10)
+    assert scope.cancelled_caught, "a frozen node answers nothing"
+    net.unfreeze("server")
+    with trio.fail_after(2):
+        assert await stream.receive_some(10) == b"hello"
+
+
 async def test_a_one_way_partition_blocks_one_direction_only(nursery):
     net = SimNetwork(Links())
     net.partition([["a"], ["b"]], one_way=True)
