@@ -11,6 +11,7 @@
 
     [[timeline]]
     at = "1m"
+    jitter = "30s"           # optional: the seed moves the step later by up to this much
     fault = "kill"
     node = "broker-a-0"
 
@@ -30,6 +31,7 @@ types, and reports every error as FILE:LINE: KEY: what is wrong — before anyth
 
 from __future__ import annotations
 
+import random
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -49,6 +51,7 @@ class Step:
     at: float
     fault: Fault
     index: int
+    jitter: float = 0.0  # the seed moves `at` later by up to this much (Scenario.place)
 
 
 @dataclass
@@ -96,6 +99,15 @@ class Scenario:
 
     def phase(self, name: str) -> Phase | None:
         return next((p for p in self.phases if p.name == name), None)
+
+    def place(self, seed: int) -> None:
+        """Move every step with a jitter to its seeded time in [at, at + jitter], never past the end:
+        a sweep over seeds then tries the fault at moments across that window."""
+        for step in self.timeline:
+            if step.jitter:
+                offset = random.Random(f"{seed}:timeline:{step.index}").uniform(0.0, step.jitter)
+                step.at = min(round(step.at + offset, 3), self.duration)
+        self.timeline.sort(key=lambda s: (s.at, s.index))
 
     def profile(self) -> list[str]:
         """The whole fault profile, one line per step, for printing before a run."""
@@ -157,6 +169,7 @@ def load_scenario(path: str | Path, vocabulary: Vocabulary) -> Scenario:
 
     for i, table in enumerate(_tables(scenario, data, "timeline")):
         at = _duration(scenario, table.get("at"), parse_duration, "timeline", i, "at")
+        jitter = _duration(scenario, table.get("jitter", 0), parse_duration, "timeline", i, "jitter")
         if at > scenario.duration:
             raise scenario.error(f"{at:g}s is after the scenario's end ({scenario.duration:g}s)", "timeline", i, "at")
         try:
@@ -164,7 +177,7 @@ def load_scenario(path: str | Path, vocabulary: Vocabulary) -> Scenario:
         except FaultError as e:
             key, _, message = str(e).partition(": ")
             raise scenario.error(message or str(e), "timeline", i, key if key in table or key in ("node", "groups", "kind", "fault") else None) from None
-        scenario.timeline.append(Step(at, fault, i))
+        scenario.timeline.append(Step(at, fault, i, jitter))
     scenario.timeline.sort(key=lambda s: (s.at, s.index))
 
     for i, table in enumerate(_tables(scenario, data, "phase")):

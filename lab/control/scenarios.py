@@ -63,6 +63,7 @@ def prepare(name_or_path: str, *, seed: int | None = None, overrides: list[str] 
     apply_overrides(config, overrides)
     if seed is None:
         seed = scenario.seed if scenario.seed is not None else 1
+    scenario.place(seed)
     topology = plan(config, seed)
     roles = topology.roles()
     broker_names = {b.broker_name for b in topology.brokers}

@@ -74,9 +74,10 @@ class ClientView:
 @dataclass
 class Expectation:
     name: str
-    ok: bool | None = None  # None: not decided yet
+    ok: bool | None = None  # None: not decided yet, or could not be judged
     detail: str = ""
     t: float | None = None
+    status: str = "pending"  # pending | ok | failed | unjudged
 
 
 class LabModel:
@@ -360,7 +361,8 @@ class LabModel:
                 view.toxics.add(r.get("toxic", "toxic"))
 
     def _check_result(self, r: dict) -> None:
-        self.expectations[r["name"]] = Expectation(r["name"], r["ok"], r.get("detail", ""), r["t"])
+        status = r.get("status") or ("ok" if r["ok"] else "failed")  # logs before schema 2 have no status
+        self.expectations[r["name"]] = Expectation(r["name"], r["ok"], r.get("detail", ""), r["t"], status)
 
 
 def _logged(record: dict) -> dict:

@@ -93,7 +93,7 @@ def test_sweep_then_report_end_to_end(spark, tmp_path, capsys):
     assert len(logs) == 4
     start = next(read_events(logs[-1]))
     assert start["grid"] == {"client.pollNameServerInterval": "30s"} and start["seed"] == 2
-    assert start["config"]["client"]["pollNameServerInterval"] == 30.0 and start["schema"] == 1
+    assert start["config"]["client"]["pollNameServerInterval"] == 30.0 and start["schema"] == 2
 
     report_dir = tmp_path / "report"
     assert nslab("report", str(out), "--out", str(report_dir), "--json") == 0
