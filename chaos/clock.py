@@ -11,6 +11,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
+import time
 from typing import Callable
 
 import trio
@@ -91,6 +92,8 @@ class VirtualClock(trio.abc.Clock):
             due = heap[0][0] if heap and heap[0][0] < deadline else deadline
             if due == math.inf:
                 return 86400.0  # nothing will ever happen but outside I/O (a signal)
+            if due > self._horizon():
+                return self._wait_for(due)
             if due > self._now:
                 self._now = due
             now = self._now
@@ -104,6 +107,61 @@ class VirtualClock(trio.abc.Clock):
             if deadline <= now:
                 break
         return 0.0
+
+
+    def _horizon(self) -> float:
+        """How far time may jump now: anywhere, as fast as the CPU allows."""
+        return math.inf
+
+    def _wait_for(self, due: float) -> float:
+        return 0.0
+
+
+class PacedVirtualClock(VirtualClock):
+    """Virtual time that jumps as VirtualClock's does — to the next deadline or timer, never by
+    a wall-clock reading, so a run is as deterministic — but never ahead of `rate` virtual seconds
+    per real second: a simulated lab on screen. Rate 0 pauses it; `advance` lets it run through
+    the next seconds at once (a step); rate math.inf is VirtualClock. Changing the rate or stepping
+    never wakes a task: trio looks again within POLL real seconds."""
+
+    POLL = 0.05
+
+    def __init__(self, rate: float) -> None:
+        super().__init__()
+        self._rate = rate
+        self._anchor_wall = time.monotonic()
+        self._anchor_virtual = 0.0
+
+    @property
+    def rate(self) -> float:
+        return self._rate
+
+    @rate.setter
+    def rate(self, rate: float) -> None:
+        self._reanchor()
+        self._rate = rate
+
+    def advance(self, seconds: float) -> None:
+        self._reanchor()
+        self._anchor_virtual += seconds
+
+    def _reanchor(self) -> None:
+        horizon = self._horizon()
+        self._anchor_virtual = max(self._now, horizon) if horizon != math.inf else self._now
+        self._anchor_wall = time.monotonic()
+
+    def _horizon(self) -> float:
+        if self._rate == math.inf:
+            return math.inf
+        return self._anchor_virtual + (time.monotonic() - self._anchor_wall) * self._rate
+
+    def _wait_for(self, due: float) -> float:
+        horizon = self._horizon()
+        if horizon > self._now:
+            self._now = horizon  # nothing is due before: the screen's clock moves on
+        if self._rate <= 0:
+            return self.POLL
+        return min(self.POLL, (due - horizon) / self._rate)
 
 
 class _TimerTask:

@@ -55,6 +55,7 @@ class Fault:
             record["one_way"] = self.one_way
         if self.toxic is not None:
             record["toxic"] = self.toxic.describe()
+            record["toxic_table"] = self.toxic.to_table()
         record.update(self.params)
         return record
 

@@ -40,6 +40,17 @@ class Toxic:
         if not 0.0 <= self.probability <= 1.0:
             raise ValueError(f"loss probability {self.probability} is not in [0, 1]")
 
+    def to_table(self) -> dict:
+        """The toxic as a scenario's timeline keys (chaos/faults.py reads them back)."""
+        table: dict = {"kind": self.kind}
+        if self.kind == "latency":
+            table.update(latency=f"{self.latency!r}s", jitter=f"{self.jitter!r}s")
+        elif self.kind == "loss":
+            table["probability"] = self.probability
+        elif self.kind == "bandwidth":
+            table["rate"] = repr(self.rate)
+        return table
+
     def describe(self) -> str:
         if self.kind == "latency":
             return f"latency {self.latency * 1000:g}ms" + (f"±{self.jitter * 1000:g}ms" if self.jitter else "")

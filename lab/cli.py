@@ -66,6 +66,9 @@ def build_parser() -> argparse.ArgumentParser:
         "Open an event log (nslab up/run --events FILE) in the lab's views: play, pause, step, jump."))
     rp.add_argument("events", type=Path, metavar="EVENTS")
     rp.add_argument("--speed", type=float, default=launch.TUI_SPEED, help="playback speed (default %(default)g)")
+    rp.add_argument("--export-scenario", type=Path, metavar="FILE",
+                    help="write the run's chaos actions, at their virtual times, with its seed and configuration, "
+                         "as a scenario FILE (a simulated run: `nslab run FILE` repeats it), instead of opening the UI")
     rp.set_defaults(run=run_replay)
 
     sd = sub.add_parser("seeds", help="run scenarios over many seeds: their verdicts must hold on every one",
@@ -183,6 +186,16 @@ def run_replay(args: argparse.Namespace) -> int:
         return _fail("replay", e)
     if not records:
         return _fail("replay", f"{args.events}: no event records")
+    if args.export_scenario is not None:
+        from .control.export import export_scenario
+        try:
+            text = export_scenario(records, origin=str(args.events))
+            args.export_scenario.write_text(text, encoding="utf-8")
+        except (ValueError, OSError) as e:
+            return _fail("replay", e)
+        steps = text.count("[[timeline]]")
+        print(f"{args.export_scenario}: {steps} step{'s' * (steps != 1)}; run it with `nslab run {args.export_scenario}`")
+        return 0
     return launch.run_replay(records, args.speed)
 
 

@@ -68,12 +68,18 @@ def status(cluster: Cluster) -> list[dict]:
 
 
 class ControlServer:
-    def __init__(self, cluster: Cluster, control: LabControl, info: dict):
+    def __init__(self, cluster: Cluster | None, control: LabControl, info: dict):
         self.cluster, self.control, self.info = cluster, control, info
         self.vocabulary = vocabulary()
         directory = runtime_dir()
         self.socket_path = directory / f"{os.getpid()}.sock"
         self.info_path = directory / f"{os.getpid()}.json"
+
+    def attach(self, cluster: Cluster) -> None:
+        """The cluster, once it runs (a server started before it), and its NameServers in the info."""
+        self.cluster = cluster
+        self.info["namesrv_addr"] = ";".join(cluster.namesrv_addrs)
+        self.info_path.write_text(json.dumps({**self.info, "pid": os.getpid(), "socket": str(self.socket_path)}))
 
     async def serve(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         self.socket_path.unlink(missing_ok=True)

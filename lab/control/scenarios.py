@@ -6,17 +6,20 @@ Bundled scenarios live in chaos/scenarios/*.toml; docs/scenarios.md is their ref
 
 from __future__ import annotations
 
+import math
 import time
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
+import outcome
 import trio
 
 import chaos
 from chaos.checks import Checker, Result, verdict
-from chaos.faults import FaultError
-from chaos.scenario import Scenario, ScenarioError, load_scenario
+from chaos.faults import Fault, FaultError
+from chaos.scenario import Scenario, ScenarioError, Step, load_scenario
 
 from lab.control import expectations
 from lab.config import ConfigError, LabConfig, apply_overrides, apply_table
@@ -147,6 +150,11 @@ class Play:
         self.checker = Checker(expectations.build(prepared.scenario, prepared.config, prepared.topology, view),
                                on_decided=self._decided)
         self.subscribers = [view.observe, self.checker.observe]
+        self.control: LabControl | None = None  # once the driver runs
+        self._injected: list = []
+        self._finish = False
+        self.applied: list[Step] = []  # the live actions, as steps at the times they were applied
+        self.ended_at: float | None = None
 
     @property
     def names(self) -> list[str]:
@@ -159,34 +167,61 @@ class Play:
         if self.on_result is not None:
             self.on_result(result)
 
+    # --- live actions (the TUI, `nslab chaos`): applied where a timeline step would be ---------------
+
+    def inject(self, fault: Fault, source: str, on_done: Callable[[outcome.Outcome], None]) -> None:
+        """Apply `fault` at the driver's next wake (the next whole second of the run, or sooner
+        step), as a timeline step at that time: a run is then a pure function of its seed and its
+        steps, and `nslab replay --export-scenario` replays it to the byte. Callable from outside
+        trio (the screen's loop): it only appends to a list."""
+        self._injected.append((fault, source, on_done))
+
+    def finish(self) -> None:
+        """End the run at the driver's next wake: producers stop, consumers drain, the run ends."""
+        self._finish = True
+
     async def driver(self, cluster, events, nursery) -> None:
+        """One loop in the run's main task: at each whole second of the run and at each step's time,
+        apply what is due (timeline steps, then live actions), then tick the checks; at the end, stop
+        the producers and let consumers drain."""
         self.events = events
         scenario, checker = self.prepared.scenario, self.checker
-        control = LabControl(cluster, nursery)
-
-        async def ticks():  # at t = 1, 2, 3 ... s of the run
-            tick = 0
-            while True:
+        self.control = control = LabControl(cluster, nursery)
+        steps, done, tick = scenario.timeline, 0, 0
+        while True:
+            due = min((tick + 1) * TICK, steps[done].at if done < len(steps) else math.inf, scenario.duration)
+            await trio.sleep_until(events.clock_time(due))
+            while done < len(steps) and steps[done].at <= due:
+                await control.apply(steps[done].fault, source="scenario")
+                done += 1
+            injected, self._injected = self._injected, []
+            for fault, source, on_done in injected:
+                self.applied.append(Step(due, fault, len(self.applied)))
+                on_done(await outcome.acapture(control.apply, fault, source=source))
+            if due == (tick + 1) * TICK:
                 tick += 1
-                await trio.sleep_until(events.clock_time(tick * TICK))
                 checker.tick(events.now())
-
-        async with trio.open_nursery() as timeline:
-            timeline.start_soon(ticks)
-            for step in scenario.timeline:
-                await trio.sleep_until(events.clock_time(step.at))
-                await control.apply(step.fault, source="scenario")
-            await trio.sleep_until(events.clock_time(scenario.duration))
-            for name, handle in list(cluster.supervisor.nodes.items()):
-                if handle.role == "producer":
-                    await cluster.supervisor.stop(name)
-            await trio.sleep(DRAIN)
-            timeline.cancel_scope.cancel()
+            if due >= scenario.duration or self._finish:
+                break
+        self.ended_at = events.now()
+        events.emit("lab", "run.drain", seconds=DRAIN)
+        for name, handle in list(cluster.supervisor.nodes.items()):
+            if handle.role == "producer":
+                await cluster.supervisor.stop(name)
+        await trio.sleep(DRAIN)
         self.verdict.results = checker.finish(events.now())
         crashed = [h for h in cluster.supervisor.nodes.values() if h.state == "crashed" and h.role != "producer"
                    and h.role != "consumer"]
         if crashed:
             self.verdict.error = "; ".join(f"{h.name} crashed: {h.error}" for h in crashed)
+
+
+def live_play(config: LabConfig, seed: int) -> Play:
+    """What a live lab plays when no scenario is: no timeline, no expectations, no end but the
+    user's — only the actions injected as it runs."""
+    scenario = Scenario(name="live", path=Path("live"), text="", teaches="", duration=math.inf, seed=seed,
+                        config_table={})
+    return Play(Prepared(scenario, config, plan(config, seed), seed))
 
 
 async def run_async(prepared: Prepared, options: RunOptions, *, on_result=None) -> Verdict:
@@ -205,4 +240,4 @@ async def run_async(prepared: Prepared, options: RunOptions, *, on_result=None) 
     return verdict
 
 
-__all__ = ["ConfigError", "Play", "ScenarioError", "Verdict", "bundled", "find", "prepare", "run"]
+__all__ = ["ConfigError", "Play", "ScenarioError", "Verdict", "bundled", "find", "live_play", "prepare", "run"]

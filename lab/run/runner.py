@@ -92,6 +92,8 @@ async def run_cluster(config: LabConfig, options: RunOptions, *,
     """Run until the duration ends or `stop` is set — or, given a driver (a scenario's timeline),
     until the driver returns — then shut the cluster down gracefully."""
     wall_start = time.monotonic()
+    if options.sim:  # again here: whatever ran before in this trio run (a TUI's control server) drew nothing
+        deterministic_scheduling(options.seed)
     events = EventLog(trio.lowlevel.current_clock().current_time, options.events_path)
     events.subscribers.extend(subscribers)  # from the first record on
     cluster = None

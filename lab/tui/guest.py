@@ -1,7 +1,12 @@
 """The live lab: the cluster runs on trio inside Textual's asyncio loop (trio's guest mode), on a
-MockClock the screen controls — pause is rate 0, faster and slower change the rate, and in
-simulated mode a step lets virtual time jump through the next second as fast as the CPU allows
-(autojump: nothing there waits on real I/O).
+clock the screen controls — pause is rate 0, faster and slower change the rate. Simulated, it is a
+PacedVirtualClock: time jumps from event to event as in `nslab run`, only never ahead of the screen,
+and a step lets it run through the next second at once; on sockets, a MockClock.
+
+The run is a scenario's Play (an empty one when none is playing): an action from the keys or from
+`nslab chaos` is injected and applied at the Play's next whole second, as a timeline step would be.
+So a simulated run is a pure function of its seed and its actions — paused, sped up or not — and
+`nslab replay EVENTS --export-scenario FILE` gives a scenario `nslab run` repeats record for record.
 
 The cluster never waits for the screen: its records go to a list that the screen's timer drains
 into the model. The screen never blocks on the cluster: calls into trio go through the trio token's
@@ -24,13 +29,14 @@ import time
 import outcome
 import trio
 
-from chaos.faults import FaultError
+from chaos.clock import PacedVirtualClock
+from chaos.faults import Fault, FaultError
 
 from lab.control import live
 from ..config import LabConfig
-from lab.control.faults import LabControl, vocabulary
+from lab.control.faults import vocabulary
 from lab.run.runner import RunOptions, deterministic_scheduling, make_clock, run_cluster
-from lab.control.scenarios import Play
+from lab.control.scenarios import Play, live_play
 from .source import STEP, Source
 
 STOP_TIMEOUT = 30.0  # real seconds for the graceful shutdown after `q`
@@ -43,18 +49,16 @@ class LiveLab(Source):
 
     def __init__(self, config: LabConfig, options: RunOptions, play: Play | None = None):
         super().__init__(options.speed)
-        self.config, self.options, self.play = config, options, play
+        self.config, self.options = config, options
         self.mode = "sim" if options.sim else "sockets"
         self.can_step = options.sim
-        self.clock = make_clock(options)  # a MockClock: options.speed is set
+        # Simulated: virtual time paced to the screen. On sockets: a MockClock (options.speed is set).
+        self.clock = PacedVirtualClock(options.speed) if options.sim else make_clock(options)
         self.pending: list[dict] = []
         self.vocabulary = vocabulary()
         self._origin: float | None = None
-        self._stop = trio.Event()
         self._token: trio.lowlevel.TrioToken | None = None
-        self._nursery: trio.Nursery | None = None
-        self._control: LabControl | None = None
-        self._stepping = False
+        self._started = False  # the Play's driver runs: actions can be injected
         self._loop: asyncio.AbstractEventLoop | None = None
         self._held: list | None = None  # trio's guest ticks waiting while a key press is answered
         self._pressed_at: float | None = None  # a key press not yet turned into a hold
@@ -62,6 +66,7 @@ class LiveLab(Source):
         if play is not None:
             self.scenario = play.prepared.scenario.name
             self.model.expect(play.names)
+        self.play = play or live_play(config, options.seed)
 
     # --- the trio side ----------------------------------------------------------------------------
 
@@ -72,35 +77,24 @@ class LiveLab(Source):
 
     async def _main(self) -> None:
         self._token = trio.lowlevel.current_trio_token()
-        subscribers = [self._record, *(self.play.subscribers if self.play else ())]
-        await run_cluster(self.config, self.options, driver=self._drive, subscribers=subscribers,
-                          scenario=self.scenario)
+        # `nslab chaos` is served from before the cluster starts: its tasks then sit waiting for a
+        # connection and never share a batch of the run's, whose order stays the seed's alone.
+        server = live.ControlServer(None, _InjectingControl(self.play), {"mode": self.mode, "seed": self.options.seed})
+        async with trio.open_nursery() as nursery:
+            await nursery.start(server.serve)
 
-    async def _drive(self, cluster, events, nursery: trio.Nursery) -> None:
-        self._control = LabControl(cluster, nursery)
-        server = live.ControlServer(cluster, self._control, {
-            "mode": self.mode, "seed": self.options.seed, "namesrv_addr": ";".join(cluster.namesrv_addrs)})
-        async with trio.open_nursery() as inner:
-            await inner.start(server.serve)  # `nslab chaos` reaches this lab from now on
-            if self.play is not None:
-                inner.start_soon(self.play.driver, cluster, events, nursery)
-            self._nursery = nursery
-            await self._stop.wait()
-            inner.cancel_scope.cancel()
+            async def drive(cluster, events, cluster_nursery: trio.Nursery) -> None:
+                server.attach(cluster)
+                self._started = True
+                await self.play.driver(cluster, events, cluster_nursery)
 
-    async def _step(self, seconds: float) -> None:
-        self.clock.autojump_threshold = 0
-        try:
-            await trio.sleep(seconds)
-        finally:
-            self.clock.autojump_threshold = math.inf
-            self._stepping = False
+            await run_cluster(self.config, self.options, driver=drive,
+                              subscribers=[self._record, *self.play.subscribers], scenario=self.scenario)
+            nursery.cancel_scope.cancel()
 
     def _shutdown(self) -> None:
-        self.clock.rate = max(self.speed, 1.0)  # a paused clock would never let brokers unregister
-        if self.options.sim:
-            self.clock.autojump_threshold = 0
-        self._stop.set()
+        self.clock.rate = math.inf if self.options.sim else max(self.speed, 1.0)  # the drain, at once
+        self.play.finish()
 
     # --- the asyncio side ---------------------------------------------------------------------------
 
@@ -153,7 +147,8 @@ class LiveLab(Source):
             tick()
 
     async def stop(self) -> None:
-        """Graceful: clients, brokers (which unregister), NameServers; then the run ends."""
+        """Graceful: the Play ends, producers stop, consumers drain; then clients, brokers (which
+        unregister) and NameServers stop, and the run ends."""
         if self.done is not None and not self.done.done():
             self._call(self._shutdown)
             try:
@@ -176,9 +171,10 @@ class LiveLab(Source):
             self.model.now = max(self.model.now, self.clock.current_time() - self._origin)
 
     def _call(self, fn, *args) -> None:
-        """Run fn in trio's context (where the clock's settings take effect) and wake trio up."""
-        if self._token is None:
-            fn(*args)  # trio has not ticked yet; it reads the clock when it does
+        """Run fn in trio's context and wake trio up (sockets mode: MockClock's settings take effect
+        there). A simulated run never needs it: its clock is read, not woken."""
+        if self._token is None or self.options.sim:
+            fn(*args)
             return
         try:
             self._token.run_sync_soon(fn, *args)
@@ -189,23 +185,35 @@ class LiveLab(Source):
         self._call(setattr, self.clock, "rate", self.rate)
 
     def step(self, seconds: float = STEP) -> None:
-        if self.can_step and self.paused and not self._stepping and self._nursery is not None:
-            self._stepping = True
-            self._call(self._nursery.start_soon, self._step, seconds)
+        if self.can_step and self.paused:
+            self.clock.advance(seconds)
 
     async def apply(self, words: list[str]) -> str:
-        """A fault in `nslab chaos` words, applied to the running cluster; what happened, in a sentence."""
+        """A fault in `nslab chaos` words, applied at the run's next whole second; what happened."""
         fault = self.vocabulary.parse_words(words)
-        if self._nursery is None or self.done.done():
-            raise FaultError("the cluster is still starting" if self._nursery is None else "the lab has stopped")
+        if not self._started or self.done.done():
+            raise FaultError("the cluster is still starting" if not self._started else "the lab has stopped")
+        self.play.control.validate(fault)
         future = self._loop.create_future()
-
-        async def run() -> None:
-            result = await outcome.acapture(self._control.apply, fault, source="tui")
-            self._loop.call_soon_threadsafe(_settle, future, result)
-
-        self._call(self._nursery.start_soon, run)
+        self.play.inject(fault, "tui", lambda result: self._loop.call_soon_threadsafe(_settle, future, result))
         return await future
+
+
+class _InjectingControl:
+    """What `nslab chaos` acts through: the Play's injection, so its actions land where the keys'
+    do (and are exported alike)."""
+
+    def __init__(self, play: Play):
+        self.play = play
+
+    async def apply(self, fault: Fault, *, source: str) -> str:
+        if self.play.control is None:
+            raise FaultError("the cluster is still starting")
+        self.play.control.validate(fault)
+        done, result = trio.Event(), []
+        self.play.inject(fault, source, lambda outcome_: (result.append(outcome_), done.set()))
+        await done.wait()
+        return result[0].unwrap()
 
 
 def _settle(future: asyncio.Future, result: outcome.Outcome) -> None:
