@@ -183,7 +183,7 @@ class Vocabulary:
             if not isinstance(kind, str):
                 raise FaultError("kind: a toxic needs a kind (latency, loss, bandwidth, blackhole, reset)")
             peer = table.get("peer")
-            params = {k: str(v) for k, v in table.items() if k not in ("at", "jitter", "fault", "node", "peer", "kind")}
+            params = {k: str(v) for k, v in table.items() if k not in ("at", "spread", "fault", "node", "peer", "kind")}
             return Fault(verb, nodes=(node, peer) if peer else (node,), toxic=parse_toxic(kind, params, self.parse_duration))
-        params = tuple(sorted((k, v) for k, v in table.items() if k not in ("at", "jitter", "fault", "node")))
+        params = tuple(sorted((k, v) for k, v in table.items() if k not in ("at", "spread", "fault", "node")))
         return Fault(verb, nodes=(node,), params=params)

@@ -11,7 +11,7 @@
 
     [[timeline]]
     at = "1m"
-    jitter = "30s"           # optional: the seed moves the step later by up to this much
+    spread = "30s"           # optional: the seed moves the step later by up to this much
     fault = "kill"
     node = "broker-a-0"
 
@@ -51,7 +51,7 @@ class Step:
     at: float
     fault: Fault
     index: int
-    jitter: float = 0.0  # the seed moves `at` later by up to this much (Scenario.place)
+    spread: float = 0.0  # the seed moves `at` later by up to this much (Scenario.place)
 
 
 @dataclass
@@ -101,11 +101,11 @@ class Scenario:
         return next((p for p in self.phases if p.name == name), None)
 
     def place(self, seed: int) -> None:
-        """Move every step with a jitter to its seeded time in [at, at + jitter], never past the end:
+        """Move every step with a spread to its seeded time in [at, at + spread], never past the end:
         a sweep over seeds then tries the fault at moments across that window."""
         for step in self.timeline:
-            if step.jitter:
-                offset = random.Random(f"{seed}:timeline:{step.index}").uniform(0.0, step.jitter)
+            if step.spread:
+                offset = random.Random(f"{seed}:timeline:{step.index}").uniform(0.0, step.spread)
                 step.at = min(round(step.at + offset, 3), self.duration)
         self.timeline.sort(key=lambda s: (s.at, s.index))
 
@@ -169,7 +169,7 @@ def load_scenario(path: str | Path, vocabulary: Vocabulary) -> Scenario:
 
     for i, table in enumerate(_tables(scenario, data, "timeline")):
         at = _duration(scenario, table.get("at"), parse_duration, "timeline", i, "at")
-        jitter = _duration(scenario, table.get("jitter", 0), parse_duration, "timeline", i, "jitter")
+        spread = _duration(scenario, table.get("spread", 0), parse_duration, "timeline", i, "spread")
         if at > scenario.duration:
             raise scenario.error(f"{at:g}s is after the scenario's end ({scenario.duration:g}s)", "timeline", i, "at")
         try:
@@ -177,7 +177,7 @@ def load_scenario(path: str | Path, vocabulary: Vocabulary) -> Scenario:
         except FaultError as e:
             key, _, message = str(e).partition(": ")
             raise scenario.error(message or str(e), "timeline", i, key if key in table or key in ("node", "groups", "kind", "fault") else None) from None
-        scenario.timeline.append(Step(at, fault, i, jitter))
+        scenario.timeline.append(Step(at, fault, i, spread))
     scenario.timeline.sort(key=lambda s: (s.at, s.index))
 
     for i, table in enumerate(_tables(scenario, data, "phase")):

@@ -166,15 +166,15 @@ def test_a_new_producer_starts_with_every_nameserver_down_and_its_sends_fail_for
     assert not any(r["kind"] == "node.stop" and r.get("state") == "crashed" for r in records)
 
 
-def test_a_jittered_fault_moves_with_the_seed_within_its_window(tmp_path):
+def test_a_spread_fault_moves_with_the_seed_within_its_window(tmp_path):
     times = set()
     for seed in (1, 2, 3):
         prepared = scenarios.prepare("broker-crash", seed=seed)
-        prepared.scenario.timeline[0].at, prepared.scenario.timeline[0].jitter = 60.0, 20.0
+        prepared.scenario.timeline[0].at, prepared.scenario.timeline[0].spread = 60.0, 20.0
         prepared.scenario.place(seed)
         times.add(prepared.scenario.timeline[0].at)
         again = scenarios.prepare("broker-crash", seed=seed).scenario
-        again.timeline[0].jitter = 20.0
+        again.timeline[0].spread = 20.0
         again.place(seed)
         assert again.timeline[0].at == prepared.scenario.timeline[0].at, "the same seed, the same moment"
     assert len(times) == 3 and all(60.0 <= t <= 80.0 for t in times)
