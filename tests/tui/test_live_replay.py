@@ -16,31 +16,45 @@ from lab.tui.guest import LiveLab
 NSLAB = str(Path(sys.executable).with_name("nslab"))
 
 
-def live_run(path: Path, speed: float, *, pause: bool) -> None:
+def live_run(path: Path, speed: float, *, run_between: bool) -> None:
+    """Actions at chosen moments: the clock is paused there (a person's timing is not the point)."""
     async def main():
         lab = LiveLab(LabConfig(), RunOptions(sim=True, seed=5, speed=speed, events_path=path))
         await lab.start()
+        lab.toggle_pause()
 
-        async def until(t):
+        async def until(t):  # step, paused, to t: each step is one whole second of the run
             while lab.clock.current_time() < t:
-                await asyncio.sleep(0.01)
+                target = lab.clock.current_time() + 1.0
+                lab.step(1.0)
+                while lab.clock.current_time() < target - 1e-9:
+                    await asyncio.sleep(0.005)
 
-        await until(20)
-        assert await lab.apply(["kill", "broker-a-0"]) == "broker-a-0 killed"
-        if pause:
-            lab.toggle_pause()
-            await asyncio.sleep(0.3)
-            lab.step()
+        await until(20.5)
+        assert await _applied(lab, ["kill", "broker-a-0"]) == "broker-a-0 killed"
+        if run_between:  # run unpaused, sped up, then pause again: the same moments must follow
             lab.toggle_pause()
             lab.faster()
-        await until(50)
-        await lab.apply(["toxic", "broker-b-0:ns-0", "latency", "latency=200ms"])
-        await until(70)
-        await lab.apply(["restart", "broker-a-0"])
-        await until(80)
+            while lab.clock.current_time() < 40:
+                await asyncio.sleep(0.01)
+            lab.toggle_pause()
+        await until(50.5)
+        await _applied(lab, ["toxic", "broker-b-0:ns-0", "latency", "latency=200ms"])
+        await until(70.5)
+        await _applied(lab, ["restart", "broker-a-0"])
+        await until(80.5)
+        lab.toggle_pause()
         await lab.stop()
 
     asyncio.run(main())
+
+
+async def _applied(lab, words):
+    """apply() waits for the Play's next second, which a paused clock reaches by a step."""
+    task = asyncio.ensure_future(lab.apply(words))
+    await asyncio.sleep(0.01)
+    lab.step(1.0)
+    return await task
 
 
 def records(path: Path) -> list[bytes]:
@@ -55,8 +69,8 @@ def records(path: Path) -> list[bytes]:
 
 
 def test_a_paused_and_sped_up_sim_tui_run_replays_to_the_byte_as_a_scenario(tmp_path):
-    live_run(tmp_path / "a.events", 40, pause=True)
-    live_run(tmp_path / "b.events", 15, pause=False)
+    live_run(tmp_path / "a.events", 40, run_between=True)
+    live_run(tmp_path / "b.events", 15, run_between=False)
     assert records(tmp_path / "a.events") == records(tmp_path / "b.events"), "pauses and speed change nothing"
 
     scenario = tmp_path / "recorded.toml"
@@ -64,7 +78,7 @@ def test_a_paused_and_sped_up_sim_tui_run_replays_to_the_byte_as_a_scenario(tmp_
                             capture_output=True, text=True)
     assert export.returncode == 0, export.stderr
     text = scenario.read_text()
-    assert text.count("[[timeline]]") == 3 and 'at = "21.0s"' in text and "seed = 5" in text
+    assert text.count("[[timeline]]") == 3 and 'fault = "restart"' in text and "seed = 5" in text
     run = subprocess.run([NSLAB, "run", str(scenario), "--events", str(tmp_path / "run.events")],
                          capture_output=True, text=True)
     assert run.returncode == 0, run.stdout + run.stderr
