@@ -108,7 +108,6 @@ class VirtualClock(trio.abc.Clock):
                 break
         return 0.0
 
-
     def _horizon(self) -> float:
         """How far time may jump now: anywhere, as fast as the CPU allows."""
         return math.inf

@@ -111,11 +111,16 @@ class Links:
         self.isolated.clear()
         self.toxics.clear()
 
+    def _cut(self, src: str, dst: str) -> bool:
+        """A network fault between them: a partition, or an isolated node."""
+        if src != dst and (src in self.isolated or dst in self.isolated):
+            return True
+        return (src, dst) in self.blocked
+
     def reachable(self, src: str, dst: str) -> bool:
-        if src != dst and (src in self.isolated or dst in self.isolated
-                           or src in self.frozen or dst in self.frozen):
+        if src != dst and (src in self.frozen or dst in self.frozen):
             return False
-        return (src, dst) not in self.blocked
+        return not self._cut(src, dst)
 
     # --- toxics -------------------------------------------------------------------------------
 
@@ -134,9 +139,7 @@ class Links:
         """A connection attempt's SYN would go unanswered (a partition, an isolated node, a black
         hole). Not for a frozen node: its kernel still answers the handshake, and what is sent on
         the connection then waits."""
-        if src != dst and (src in self.isolated or dst in self.isolated):
-            return True
-        if (src, dst) in self.blocked:
+        if self._cut(src, dst):
             return True
         toxics = self._toxics_on(src, dst)
         return bool(toxics) and "blackhole" in toxics

@@ -57,5 +57,22 @@ class Pause:
     async def sleep_until(self, when: float) -> None:
         """Sleep until `when`, then for as long as the pause lasts."""
         await sleep_until(when)
-        if self.paused:
-            await self.running()
+        await self.running()
+
+    def listener(self, listener: trio.abc.Listener) -> trio.abc.Listener:
+        """`listener` as a stopped process has it: the kernel completes handshakes, the process
+        takes each connection only once it runs (so an idle timer starts then, not at the SYN)."""
+        return _HeldListener(listener, self)
+
+
+class _HeldListener(trio.abc.Listener):
+    def __init__(self, listener: trio.abc.Listener, pause: Pause):
+        self.inner, self.pause = listener, pause
+
+    async def accept(self) -> trio.abc.Stream:
+        stream = await self.inner.accept()
+        await self.pause.running()
+        return stream
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()

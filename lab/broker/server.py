@@ -148,6 +148,7 @@ class Broker:
                 channels = ChannelTable(self.node, nursery)  # to NameServers and the master
                 self.outer_api = BrokerOuterAPI(self.node, channels, self.namesrv_addrs)
                 listener, self.address = await self.node.network.listen(self.node.name, self.port)
+                listener = self.node.pause.listener(listener)
                 try:
                     async with trio.open_nursery() as services:
                         self._services = services

@@ -27,7 +27,6 @@ class ClusterView:
         self.role: dict[str, str] = {}
         self.tables: dict[str, dict] = {}  # nameserver -> latest ns.tables
         self.last_register: dict[tuple[str, str], float] = {}  # (nameserver, broker addr) -> t
-        self.last_fault_on: dict[str, float] = {}
         self.client_ns: dict[str, str] = {}  # client -> the NameServer address it uses
 
     def observe(self, r: dict) -> None:
@@ -46,12 +45,6 @@ class ClusterView:
             self.client_ns[node] = r["to"]
         elif kind == "ns.register":
             self.last_register[(node, r["broker_addr"])] = r["t"]
-        elif kind == "chaos.fault":
-            for target in r.get("nodes", []):
-                self.last_fault_on[target] = r["t"]
-            for group in r.get("groups", []):
-                for target in group:
-                    self.last_fault_on[target] = r["t"]
 
     def live_nameservers(self) -> list[str]:
         return [n for n, role in self.role.items() if role == "nameserver" and self.up.get(n)]
@@ -172,6 +165,10 @@ class _PhaseCheck(_Expectation):
     def in_phase(self, t: float) -> bool:
         return self.start <= t <= self.end
 
+    @property
+    def during(self) -> str:
+        return f"between {self.start:g}s and {self.end:g}s"
+
 
 class SendSuccessRate(_PhaseCheck):
     def __init__(self, spec, view, *, start, end, minimum, settle, producers=None):
@@ -204,7 +201,7 @@ class SendSuccessRate(_PhaseCheck):
     def _decide(self, now: float) -> None:
         acked, total = self._rate()
         if total == 0:
-            self.unjudged(f"no message was sent between {self.start:g}s and {self.end:g}s", now)
+            self.unjudged(f"no message was sent {self.during}", now)
         elif acked / total >= self.minimum:
             self.succeed(f"{acked}/{total} acknowledged ({acked / total:.1%} >= {self.minimum:.1%})", now)
         else:
@@ -260,9 +257,9 @@ class Duplicates(_PhaseCheck):
 
     def finish(self, now: float) -> None:
         if not self.consumed:
-            self.unjudged(f"no message was consumed between {self.start:g}s and {self.end:g}s", now)
-        self.succeed(f"{self.duplicated} of {self.consumed} consumptions between {self.start:g}s and "
-                     f"{self.end:g}s were a message's second (max {self.maximum})", now)
+            self.unjudged(f"no message was consumed {self.during}", now)
+        self.succeed(f"{self.duplicated} of {self.consumed} consumptions {self.during} were a message's "
+                     f"second (max {self.maximum})", now)
 
 
 class NameserversAgree(_Expectation):
@@ -393,8 +390,8 @@ class SendsAvoid(_PhaseCheck):
 
     def finish(self, now: float) -> None:
         if not self.sent:
-            self.unjudged(f"no message was sent between {self.start:g}s and {self.end:g}s", now)
-        self.succeed(f"none of {self.sent} attempts between {self.start:g}s and {self.end:g}s was stored "
+            self.unjudged(f"no message was sent {self.during}", now)
+        self.succeed(f"none of {self.sent} attempts {self.during} was stored "
                      f"by {self.broker}", now)
 
 
@@ -412,8 +409,8 @@ class ConsumedFrom(_PhaseCheck):
         if self.count >= self.minimum:
             self.succeed(f"{self.count} messages consumed from {self.node}", now)
         else:
-            self.fail(f"{self.count} messages consumed from {self.node} between {self.start:g}s and "
-                      f"{self.end:g}s (wanted at least {self.minimum})", now)
+            self.fail(f"{self.count} messages consumed from {self.node} {self.during} "
+                      f"(wanted at least {self.minimum})", now)
 
 
 class BrokerKept(_PhaseCheck):
@@ -442,9 +439,8 @@ class BrokerKept(_PhaseCheck):
 
     def finish(self, now: float) -> None:
         if not self.held_by:
-            self.unjudged(f"no NameServer held {self.node} between {self.start:g}s and {self.end:g}s", now)
-        self.succeed(f"{', '.join(sorted(self.held_by))} kept {self.node} between {self.start:g}s and "
-                     f"{self.end:g}s", now)
+            self.unjudged(f"no NameServer held {self.node} {self.during}", now)
+        self.succeed(f"{', '.join(sorted(self.held_by))} kept {self.node} {self.during}", now)
 
 
 class NameserverSwitch(_PhaseCheck):
@@ -468,7 +464,7 @@ class NameserverSwitch(_PhaseCheck):
         away = f" away from {self.away_from}" if self.away_from else ""
         if not self.on_it:
             self.unjudged(f"no client was using {self.away_from or 'a NameServer'} at t={self.start:g}s", now)
-        self.fail(f"no client moved to another NameServer{away} between {self.start:g}s and {self.end:g}s", now)
+        self.fail(f"no client moved to another NameServer{away} {self.during}", now)
 
 
 def build(scenario: Scenario, config: LabConfig, topology: Topology, view: ClusterView) -> list[Check]:

@@ -59,10 +59,12 @@ class LabControl:
         return await getattr(self, f"_{verb}")(fault)
 
     async def _kill(self, fault: Fault) -> str:
-        name = fault.nodes[0]
-        self.cluster.network.unfreeze(name)
+        await self._kill_node(fault.nodes[0])
+        return f"{fault.nodes[0]} killed"
+
+    async def _kill_node(self, name: str) -> None:
+        self.cluster.network.unfreeze(name)  # a node started again later is not frozen
         await self.cluster.supervisor.kill(name)
-        return f"{name} killed"
 
     async def _freeze(self, fault: Fault) -> str:
         name = fault.nodes[0]
@@ -88,12 +90,14 @@ class LabControl:
     async def _restart(self, fault: Fault) -> str:
         name = fault.nodes[0]
         handle = self.cluster.supervisor.nodes[name]
-        if handle.state in ("up", "frozen"):
+        if handle.running:
             await self._kill(fault)
         await self.cluster.supervisor.start(name)
         return f"{name} restarted"
 
     async def _stop(self, fault: Fault) -> str:
+        if self.cluster.supervisor.nodes[fault.nodes[0]].state == "frozen":
+            await self._unfreeze(fault)  # SIGCONT before SIGTERM: a stopped process cannot stop gracefully
         await self.cluster.supervisor.stop(fault.nodes[0])
         return f"{fault.nodes[0]} stopped gracefully"
 
@@ -125,12 +129,12 @@ class LabControl:
     async def _ns_down(self, fault: Fault) -> str:
         names = self._nameservers(fault.nodes[0])
         for name in names:
-            await self.cluster.supervisor.kill(name)
+            await self._kill_node(name)
         return f"{', '.join(names)} down"
 
     async def _ns_up(self, fault: Fault) -> str:
         names = [n for n in self._nameservers(fault.nodes[0])
-                 if self.cluster.supervisor.nodes[n].state not in ("up", "frozen")]
+                 if not self.cluster.supervisor.nodes[n].running]
         for name in names:
             await self.cluster.supervisor.start(name)
         return f"{', '.join(names) or 'no NameServer'} up (empty tables until brokers register)"

@@ -19,7 +19,7 @@ import trio
 import chaos
 from chaos.checks import Checker, Result, verdict
 from chaos.faults import Fault, FaultError
-from chaos.scenario import Scenario, ScenarioError, Step, load_scenario
+from chaos.scenario import Scenario, ScenarioError, load_scenario
 
 from lab.control import expectations
 from lab.config import ConfigError, LabConfig, apply_overrides, apply_table
@@ -153,8 +153,6 @@ class Play:
         self.control: LabControl | None = None  # once the driver runs
         self._injected: list = []
         self._finish = False
-        self.applied: list[Step] = []  # the live actions, as steps at the times they were applied
-        self.ended_at: float | None = None
 
     @property
     def names(self) -> list[str]:
@@ -196,14 +194,12 @@ class Play:
                 done += 1
             injected, self._injected = self._injected, []
             for fault, source, on_done in injected:
-                self.applied.append(Step(due, fault, len(self.applied)))
                 on_done(await outcome.acapture(control.apply, fault, source=source))
             if due == (tick + 1) * TICK:
                 tick += 1
                 checker.tick(events.now())
             if due >= scenario.duration or self._finish:
                 break
-        self.ended_at = events.now()
         events.emit("lab", "run.drain", seconds=DRAIN)
         for name, handle in list(cluster.supervisor.nodes.items()):
             if handle.role == "producer":

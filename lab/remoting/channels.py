@@ -140,8 +140,7 @@ class ChannelTable:
             self.close(address)
             raise
         finally:  # a timeout that fired while the node was frozen is seen when it resumes
-            if self.node.pause.paused:
-                await self.node.pause.running()
+            await self.node.pause.running()
 
     def invoke_async(self, address: str, request: RemotingCommand, timeout: float, callback: ReplyCallback) -> None:
         """invokeAsync on the open channel to `address` (open it first: `connect`); RemotingError at

@@ -106,7 +106,7 @@ class Cluster:
         listener, address = await self.network.listen(name, self.port(name, port))
         self.nameservers[name] = server
         self._tables_key.pop(name, None)
-        await server.serve([listener], task_status=task_status, started=address)
+        await server.serve([pause.listener(listener)], task_status=task_status, started=address)
 
     def _on_ns_event(self, name: str, kind: str, fields: dict) -> None:
         self.events.emit(name, kind, **fields)

@@ -20,11 +20,16 @@ class NodeHandle:
     role: str
     body: Body
     stop: Callable[[], Awaitable[None]] | None = None
-    state: str = "new"  # up | killed | stopped | crashed
+    state: str = "new"  # up | frozen | killed | stopped | crashed
     address: str | None = None
     error: str | None = None
     scope: trio.CancelScope = field(default_factory=trio.CancelScope)
     done: trio.Event = field(default_factory=trio.Event)
+
+    @property
+    def running(self) -> bool:
+        """Its tasks exist: up, or frozen (a stopped process can still be killed)."""
+        return self.state in ("up", "frozen")
 
 
 class Supervisor:
@@ -70,7 +75,7 @@ class Supervisor:
     async def stop(self, name: str) -> None:
         """Graceful: the node's `stop` hook (unregister, say) runs before its tasks are cancelled."""
         handle = self.nodes[name]
-        if handle.state != "up":
+        if not handle.running:
             return
         if handle.stop is not None:
             with trio.move_on_after(10):
@@ -81,7 +86,7 @@ class Supervisor:
 
     async def kill(self, name: str) -> None:
         handle = self.nodes[name]
-        if handle.state != "up":
+        if not handle.running:
             return
         handle.state = "killed"
         handle.scope.cancel()

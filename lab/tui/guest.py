@@ -58,7 +58,6 @@ class LiveLab(Source):
         self.vocabulary = vocabulary()
         self._origin: float | None = None
         self._token: trio.lowlevel.TrioToken | None = None
-        self._started = False  # the Play's driver runs: actions can be injected
         self._loop: asyncio.AbstractEventLoop | None = None
         self._held: list | None = None  # trio's guest ticks waiting while a key press is answered
         self._pressed_at: float | None = None  # a key press not yet turned into a hold
@@ -85,7 +84,6 @@ class LiveLab(Source):
 
             async def drive(cluster, events, cluster_nursery: trio.Nursery) -> None:
                 server.attach(cluster)
-                self._started = True
                 await self.play.driver(cluster, events, cluster_nursery)
 
             await run_cluster(self.config, self.options, driver=drive,
@@ -191,8 +189,8 @@ class LiveLab(Source):
     async def apply(self, words: list[str]) -> str:
         """A fault in `nslab chaos` words, applied at the run's next whole second; what happened."""
         fault = self.vocabulary.parse_words(words)
-        if not self._started or self.done.done():
-            raise FaultError("the cluster is still starting" if not self._started else "the lab has stopped")
+        if self.play.control is None or self.done.done():  # the Play's driver sets control as it starts
+            raise FaultError("the cluster is still starting" if self.play.control is None else "the lab has stopped")
         self.play.control.validate(fault)
         future = self._loop.create_future()
         self.play.inject(fault, "tui", lambda result: self._loop.call_soon_threadsafe(_settle, future, result))

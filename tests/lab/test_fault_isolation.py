@@ -7,7 +7,6 @@ way real clients do when they crash: an RST (SO_LINGER 0), with a request still 
 from __future__ import annotations
 
 import json
-import socket
 import struct
 
 import msgpack
@@ -18,39 +17,12 @@ from lab.broker.ha import HA_TRANSFER
 from lab.broker.pull import FLAG_SUSPEND
 from lab.broker.store import MessageStore
 from nameserver.client import connect
-from nameserver.protocol import FrameDecoder, RemotingCommand, RequestCode, ResponseCode, encode
+from nameserver.protocol import RemotingCommand, RequestCode, ResponseCode
 from nameserver.server import NameServer
 
+from raw_client import Raw
+
 TOPIC = "TopicTest"
-
-
-class Raw:
-    """A client dialled straight at a node's port, reading whole frames as it goes."""
-
-    def __init__(self, stream: trio.SocketStream):
-        self.stream = stream
-        self.decoder = FrameDecoder()
-        self.arrived: list[RemotingCommand] = []
-
-    @classmethod
-    async def dial(cls, address: str) -> "Raw":
-        host, _, port = address.rpartition(":")
-        return cls(await trio.open_tcp_stream(host, int(port)))
-
-    async def send(self, command: RemotingCommand) -> None:
-        await self.stream.send_all(encode(command))
-
-    async def frame(self) -> RemotingCommand:
-        while not self.arrived:
-            data = await self.stream.receive_some(65536)
-            assert data, "connection closed"
-            self.arrived += self.decoder.feed(data)
-        return self.arrived.pop(0)
-
-    async def reset(self) -> None:
-        """Leave abruptly: the kernel sends an RST, as for a process killed mid-conversation."""
-        self.stream.socket.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-        await self.stream.aclose()
 
 
 def suspended_pull(queue_id: int = 0, offset: int = 0, suspend_ms: int = 15000, opaque: int = 7) -> RemotingCommand:

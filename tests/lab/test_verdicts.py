@@ -2,14 +2,20 @@
 has, send timing as sendDefaultImpl's, freeze as a pause, and every bundled scenario's key
 expectation failing (or not judged) when its fault is taken away."""
 
-import dataclasses
 from pathlib import Path
 
 import pytest
+import trio
 
+from chaos.scenario import Step
+from lab.config import LabConfig
 from lab.control import scenarios
+from lab.control.faults import LabControl, vocabulary
 from lab.events import read_events
-from lab.run.runner import RunOptions
+from lab.run.runner import RunOptions, make_clock, run_cluster
+from nameserver.protocol import RemotingCommand, RequestCode, ResponseCode
+
+from raw_client import Raw
 
 
 def run(name, tmp_path: Path, *, seed=None, overrides=(), change=None):
@@ -178,3 +184,58 @@ def test_a_spread_fault_moves_with_the_seed_within_its_window(tmp_path):
         again.place(seed)
         assert again.timeline[0].at == prepared.scenario.timeline[0].at, "the same seed, the same moment"
     assert len(times) == 3 and all(60.0 <= t <= 80.0 for t in times)
+
+
+def test_over_real_sockets_a_paused_nameserver_accepts_answers_nothing_then_scans_first(tmp_path):
+    # In-process NameServer on loopback: a real client dialling it while it is frozen gets its
+    # connection (the kernel's handshake) and no answer; on resume the overdue scan drops every
+    # broker, and the held request is answered.
+    path = tmp_path / "sockets.events"
+    options = RunOptions(sim=False, speed=40, seed=3, events_path=path)
+    seen = {}
+
+    async def driver(cluster, events, nursery):
+        control, words = LabControl(cluster, nursery), vocabulary().parse_words
+        await trio.sleep(5)
+        await control.apply(words(["freeze", "ns-0"]), source="test")
+        seen["frozen"] = events.now()
+        with trio.fail_after(5):
+            raw = await Raw.dial(cluster.supervisor.nodes["ns-0"].address)
+        topic = next(iter(cluster.topology.topics))
+        await raw.send(RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic}))
+        with trio.move_on_after(130) as waited:
+            await raw.frame()
+        seen["answered_while_frozen"] = not waited.cancelled_caught
+        seen["resumed"] = events.now()
+        await control.apply(words(["unfreeze", "ns-0"]), source="test")
+        with trio.fail_after(10):
+            seen["code"] = (await raw.frame()).code
+        await trio.sleep(1)
+        await raw.stream.aclose()
+
+    trio.run(lambda: run_cluster(LabConfig(), options, driver=driver), clock=make_clock(options))
+    assert seen["answered_while_frozen"] is False
+    assert seen["code"] in (ResponseCode.SUCCESS, ResponseCode.TOPIC_NOT_EXIST)
+    records = list(read_events(path))
+    assert records_of(records, "ns-0", seen["frozen"] + 0.01, seen["resumed"]) == []
+    expired = {r["broker_addr"] for r in records if r["node"] == "ns-0" and r["kind"] == "ns.remove"
+               and r["reason"] == "expired" and r["t"] >= seen["resumed"]}
+    assert len(expired) == 4, "every broker, silent for 130 s, expires at once on resume"
+
+
+@pytest.mark.parametrize("verb,node,wanted,again", [("stop", "broker-a-0", "stopped", "restart"),
+                                                     ("kill", "broker-a-0", "killed", "restart"),
+                                                     ("ns-down", "ns-0", "killed", "ns-up")])
+def test_a_frozen_node_can_be_stopped_or_killed_and_comes_back_running(verb, node, wanted, again, tmp_path):
+    vocab = vocabulary()
+
+    def freeze_then(scenario):
+        scenario.timeline = [Step(60.0, vocab.parse_words(["freeze", node]), 0),
+                             Step(70.0, vocab.parse_words([verb, node]), 1),
+                             Step(80.0, vocab.parse_words([again, node]), 2)]
+
+    _, records = run("nameserver-restart", tmp_path, seed=2, change=freeze_then)
+    (stopped,) = [r for r in records if r["kind"] == "node.stop" and r["node"] == node and 70 <= r["t"] < 80]
+    assert stopped["state"] == wanted and stopped["t"] < 71, "a stopped process gets SIGCONT first"
+    assert [r for r in records_of(records, node, 81.0, 200.0) if r["kind"] in ("broker.register", "ns.register")], \
+        "started again, it is not frozen"
