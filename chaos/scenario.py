@@ -137,12 +137,15 @@ def locate(text: str, section: str, index: int | None = None, key: str | None = 
     return start + 1
 
 
-def load_scenario(path: str | Path, vocabulary: Vocabulary) -> Scenario:
+def load_scenario(path: str | Path, vocabulary: Vocabulary, text: str | None = None) -> Scenario:
+    """The scenario in the file at `path`, or in `text` when given (`path` then only names it: a
+    sweep's executors get the text, not the driver's files)."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as e:
-        raise ScenarioError(f"{path}: cannot read: {e.strerror or e}") from None
+    if text is None:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as e:
+            raise ScenarioError(f"{path}: cannot read: {e.strerror or e}") from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:

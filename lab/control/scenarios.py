@@ -57,10 +57,13 @@ class Prepared:
     seed: int
 
 
-def prepare(name_or_path: str, *, seed: int | None = None, overrides: list[str] = ()) -> Prepared:
+def prepare(name_or_path: str, *, seed: int | None = None, overrides: list[str] = (),
+            text: str | None = None) -> Prepared:
     """Everything a run needs, checked: config keys, node names, expectations. Raises ScenarioError
-    or ConfigError naming file, line and key."""
-    scenario = load_scenario(find(name_or_path), vocabulary())
+    or ConfigError naming file, line and key. With `text`, the scenario is that text and
+    `name_or_path` only its name."""
+    path = Path(name_or_path) if text is not None else find(name_or_path)
+    scenario = load_scenario(path, vocabulary(), text)
     config = LabConfig()
     apply_table(config, scenario.config_table, path=str(scenario.path), text=scenario.text)
     apply_overrides(config, overrides)

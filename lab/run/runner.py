@@ -41,6 +41,7 @@ class RunOptions:
     events_path: Path | None = None
     run_dir: Path | None = None
     grid: dict[str, str] | None = None  # a sweep's grid point, added to run.start when given
+    grid_index: int | None = None  # its place in the sweep's grid, so a report lists points as given
     processes: bool = False  # NameServers and brokers as child processes (sockets mode only)
 
 
@@ -105,7 +106,8 @@ async def run_cluster(config: LabConfig, options: RunOptions, *,
             events.start(seed=options.seed, version=VERSION, mode="sim" if options.sim else "sockets",
                          speed=options.speed, scenario=scenario, config=config.to_dict(),
                          topics=list(cluster.topology.topics), nodes=cluster.topology.roles(),
-                         **({"grid": options.grid} if options.grid is not None else {}))
+                         **({"grid": options.grid} if options.grid is not None else {}),
+                         **({"grid_index": options.grid_index} if options.grid_index is not None else {}))
             await nursery.start(cluster.run)
             if on_ready is not None:
                 on_ready(cluster)
