@@ -120,3 +120,37 @@ def read_events(source: str | Path | BinaryIO | bytes) -> Iterator[dict]:
                 yield record
     except (msgpack.ExtraData, msgpack.FormatError, msgpack.StackError, ValueError):
         return
+
+
+# What a damaged log raises mid-file: bytes that are no msgpack, a string that is no UTF-8, a map
+# keyed by a list, nesting too deep.
+_UNREADABLE = (msgpack.FormatError, msgpack.StackError, ValueError, TypeError)
+
+
+def scan_events(data: bytes) -> tuple[list[dict], str | None]:
+    """A whole log's records up to the first that cannot be read, and what is wrong with the log:
+    None when it is sound, else a short reason. Unlike read_events, which skips what it cannot use,
+    this is for a report that must not count a damaged run as a whole one."""
+    # The buffer must hold the whole log, whatever msgpack's default limit.
+    unpacker = msgpack.Unpacker(raw=False, strict_map_key=False, max_buffer_size=max(len(data), 1 << 20))
+    unpacker.feed(data)
+    records: list[dict] = []
+    end, problem = 0, None  # end: the byte after the last sound record
+    try:
+        for record in unpacker:
+            if type(record) is not dict:
+                problem = f"record {len(records)} is not a map"
+                break
+            records.append(record)
+            end = unpacker.tell()
+    except _UNREADABLE:
+        problem = f"corrupt at byte {end}"
+    if problem is None and end < len(data):  # the unpacker waits for the rest of a record that never came
+        problem = f"truncated: the last record is cut off at byte {end}"
+    if not data:
+        return records, "empty: not a single record"
+    if not records or records[0].get("kind") != "run.start":
+        return records, "not an event log: it does not begin with run.start"
+    if problem is None and not any(r.get("kind") == "run.end" for r in reversed(records)):
+        problem = "incomplete: no run.end (the run was cut short)"
+    return records, problem

@@ -9,10 +9,13 @@ import argparse
 import importlib.util
 import json
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 
 MASTER_HELP = "Spark master URL (default: $MASTER, else spark.master from spark-defaults.conf, else local[*])"
+PYTHON_HELP = ("the executors' Python on a cluster (default: $PYSPARK_PYTHON, else spark.pyspark.python, "
+               "else this interpreter's path); it needs nslab's dependencies, nslab's code is shipped")
 
 
 def add_commands(sub) -> None:
@@ -34,8 +37,15 @@ def add_commands(sub) -> None:
     sweep.add_argument("--set", action="append", default=[], metavar="KEY=V1,V2",
                        help="a grid axis: a config key and its values, e.g. client.pollNameServerInterval=10s,30s "
                             "(repeatable; one value is a plain override)")
-    sweep.add_argument("--out", type=Path, required=True, metavar="DIR", help="where the event logs go")
+    sweep.add_argument("--out", required=True, metavar="DIR",
+                       help="where the event logs and sweep.json go: a folder on this machine, or a URI "
+                            "Spark's Hadoop client can write (file://, hdfs://, s3a://)")
+    again = sweep.add_mutually_exclusive_group()
+    again.add_argument("--resume", action="store_true",
+                       help="DIR holds this sweep, cut short: run only what is not recorded there as judged")
+    again.add_argument("--force", action="store_true", help="DIR holds an old sweep: delete its logs and report first")
     sweep.add_argument("--master", metavar="URL", help=MASTER_HELP)
+    sweep.add_argument("--python", metavar="PATH", help=PYTHON_HELP)
     sweep.set_defaults(run=run_sweep)
 
     report = sub.add_parser(
@@ -46,10 +56,13 @@ def add_commands(sub) -> None:
             "second, retries, failed, lost and duplicated messages, NameServer divergence and recovery "
             "after every NameServer was down (docs/pipeline.md). Writes Parquet tables, PNG plots and "
             "index.html into REPORT_DIR and prints a summary table."))
-    report.add_argument("inputs", nargs="+", type=Path, metavar="DIR")
-    report.add_argument("--out", type=Path, metavar="REPORT_DIR", help="default: DIR/report, for the first DIR")
+    report.add_argument("inputs", nargs="+", metavar="DIR",
+                        help="a folder or log file on this machine, or a URI (file://, hdfs://, s3a://) "
+                             "the executors read")
+    report.add_argument("--out", metavar="REPORT_DIR", help="default: DIR/report, for the first DIR")
     report.add_argument("--json", action="store_true", help="print the summary as JSON instead of a table")
     report.add_argument("--master", metavar="URL", help=MASTER_HELP)
+    report.add_argument("--python", metavar="PATH", help=PYTHON_HELP)
     report.set_defaults(run=run_report)
 
 
@@ -81,51 +94,72 @@ def run_sweep(args: argparse.Namespace) -> int:
     from chaos.scenario import ScenarioError
 
     from ..config import ConfigError
-    from . import sweep
+    from . import storage, sweep
     from .spark import SparkSetupError, session
 
     try:
-        specs = sweep.plan(args.scenario, args.seeds, args.set, args.out)
-    except (ScenarioError, ConfigError) as e:
+        specs = sweep.plan(args.scenario, args.seeds, args.set)
+        if not storage.is_uri(args.out) and not args.force:  # a local --out is checked before Spark's slow start
+            sweep.prepare_out(storage.open_store(args.out), specs, args.seeds, resume=args.resume, force=False)
+    except (ScenarioError, ConfigError, sweep.SweepError, storage.StoreError) as e:
         return _fail("sweep", e)
-    print(f"sweep {args.scenario}: {len(specs) // args.seeds} grid points x {args.seeds} seeds = {len(specs)} runs "
-          f"into {args.out}", file=sys.stderr, flush=True)
     try:
-        with session(args.master) as spark:  # Spark first: a machine without Java gets no --out folder
-            args.out.mkdir(parents=True, exist_ok=True)
-            results = sweep.run_all(spark, specs, sweep.ProgressBar("sweep"))
-    except SparkSetupError as e:
+        with session(args.master, args.python) as spark:
+            store = storage.open_store(args.out, spark)
+            kept = sweep.prepare_out(store, specs, args.seeds, resume=args.resume, force=args.force)
+            done = {record["log"] for record in kept}
+            todo = [spec for spec in specs if spec.log not in done]
+            print(f"sweep {specs[0].scenario}: {len(specs) // args.seeds} grid points x {args.seeds} seeds = "
+                  f"{len(specs)} runs into {store.uri}" + (f" ({len(kept)} already done)" if kept else ""),
+                  file=sys.stderr, flush=True)
+            manifest = sweep.Manifest(store, specs, args.seeds)
+            for record in kept:
+                manifest.add(record)
+            results = kept + sweep.run_all(spark, todo, store, manifest, sweep.ProgressBar("sweep"))
+    except (SparkSetupError, sweep.SweepError, storage.StoreError) as e:
         return _fail("sweep", e)
-    manifest = sweep.write_manifest(args.out, args.scenario, args.seeds, results)
     counts = Counter(r["status"] for r in results)
     print(f"{len(results)} runs: {counts['valid']} valid, {counts['invalid']} invalid, {counts['failed']} failed "
-          f"({manifest})")
-    for r in results:
+          f"({store.child(sweep.MANIFEST)})")
+    for r in sorted(results, key=lambda r: (r["grid_index"], r["seed"])):
         if r["status"] == "failed":
-            print(f"  failed: seed {r['seed']} {r['grid']}: {r['error']}")
+            print(f"  failed: {r['log']} (seed {r['seed']} {r['grid']}): {r['error']}")
+        elif r["status"] == "invalid":
+            print(f"  invalid: {r['log']} (seed {r['seed']} {r['grid']}): {'; '.join(r['failed_expectations'])}")
     return 1 if counts["failed"] == len(results) else 0
 
 
 def run_report(args: argparse.Namespace) -> int:
-    missing = missing_analytics(("pyspark", "matplotlib"))
+    missing = missing_analytics(("pyspark", "matplotlib", "pyarrow"))
     if missing:
         return _fail("report", missing)
-    from . import report
+    from . import report, storage
     from .spark import SparkSetupError, session
 
-    missing = [p for p in args.inputs if not p.exists()]
-    if missing:
-        return _fail("report", f"no such file or directory: {missing[0]}")
+    absent = [p for p in args.inputs if not storage.is_uri(p) and not Path(p).exists()]
+    if absent:
+        return _fail("report", f"no such file or directory: {absent[0]}")
     first = args.inputs[0]
-    out = args.out or (first if first.is_dir() else first.parent) / "report"
+    if args.out:
+        out = args.out
+    elif storage.is_uri(first):
+        out = first.rstrip("/") + "/report"
+    else:
+        out = str((Path(first) if Path(first).is_dir() else Path(first).parent) / "report")
+    started = time.monotonic()
+
+    def progress(message: str) -> None:
+        print(f"report: {message} ({time.monotonic() - started:.0f} s)", file=sys.stderr, flush=True)
+
     try:
-        with session(args.master) as spark:
-            summary = report.build(spark, args.inputs, out)
-    except (SparkSetupError, report.ReportError) as e:
+        with session(args.master, args.python) as spark:
+            store = storage.open_store(out, spark)
+            summary = report.build(spark, list(args.inputs), store, progress)
+    except (SparkSetupError, report.ReportError, storage.StoreError) as e:
         return _fail("report", e)
     if args.json:
         print(json.dumps(summary, indent=2))
     else:
         print(report.text_table(*report.summary_rows(summary)))
-        print(f"\n{summary['runs']} runs, {summary['events']:,} events; report: {out / 'index.html'}")
+        print(f"\n{summary['runs']} runs, {summary['events']:,} events; report: {store.child('index.html')}")
     return 0

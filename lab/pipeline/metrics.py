@@ -6,13 +6,14 @@ its log), not `t`: a fault and the removal it causes can share a timestamp.
 
 from __future__ import annotations
 
+from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from .read import EMPTY_DIGEST, EOF
 
 # Faults that open a window on each of their targets, and the verbs that close it (heal closes
-# every network fault, whatever its targets; `all` closes every NameServer's).
+# every network fault, whatever its targets). read.py has already made `all` every NameServer.
 CLOSERS = {"kill": ["restart"], "stop": ["restart"], "freeze": ["unfreeze", "restart"],
            "partition": ["heal"], "isolate": ["heal"], "toxic": ["heal"],
            "ns-down": ["ns-up"], "wipe-perm": ["add-perm"]}
@@ -55,31 +56,61 @@ def compute(events: DataFrame) -> dict[str, DataFrame]:
         "divergence": _keep(divergence(control, nameservers, runs)),
         "recovery": _keep(recovery(control, nameservers)),
     }
-    tables["runs"] = _keep(per_run(runs, msgs, tables))
-    tables["grid"] = _keep(per_grid(tables))
-    tables["grid_availability"] = _keep(grid_availability(tables))
-    tables["send_latency"] = _keep(send_latency(events, runs))
+    points = _keep(grid_points(runs))
+    tables["runs"] = _keep(per_run(runs, msgs, tables, points))
+    sound = tables["runs"].filter(F.col("problem").isNull() & F.col("scenario").isNotNull())
+    tables["grid"] = _keep(per_grid(tables, sound, points))
+    tables["grid_availability"] = _keep(grid_availability(tables["availability"], sound, points))
+    tables["send_latency"] = _keep(send_latency(events, sound, points))
     return tables
 
 
 def _keep(table: DataFrame) -> DataFrame:
-    """Computed now and kept on the executors, its lineage cut: the tables build on each other, and
-    without this every later plan would carry (and re-optimise) all the plans before it."""
-    return table.localCheckpoint()
+    """Kept on the executors: the tables build on each other, and without this every later plan
+    would carry (and recompute) all the plans before it. Locally, computed now with its lineage cut
+    (localCheckpoint); on a cluster, where a lost executor must be able to recompute its part, only
+    persisted (lazily, spilling to disk)."""
+    if table.sparkSession.sparkContext.master.startswith("local"):
+        return table.localCheckpoint()
+    return table.persist(StorageLevel.MEMORY_AND_DISK)
 
 
 # --- what each run is ------------------------------------------------------------------------------
 
 def run_info(events: DataFrame) -> DataFrame:
-    starts = _of(events, "run.start").select("run", "scenario", "seed", "grid", "grid_label", "config")
+    """A row per log. A log without run.start (random bytes, another file) has no scenario and no
+    grid point: it is listed with its problem, and counted in no grid point."""
+    starts = _of(events, "run.start").select("run", "scenario", "seed", "grid", "grid_index", "grid_label",
+                                             F.lit(True).alias("started"), "config")
+    kind = F.col("kind")
     ends = _of(events, "run.end", EOF).groupBy("run").agg(
-        F.max(F.when(F.col("kind") == EOF, F.col("t"))).alias("end_t"),
-        F.max(F.col("kind") == "run.end").alias("complete"),
-        F.max(F.when(F.col("kind") == EOF, F.col("seq"))).alias("events"))
-    return (ends.join(starts, "run", "left")
-            .select("run", F.coalesce("scenario", F.lit("?")).alias("scenario"), "seed", "grid",
-                    F.coalesce("grid_label", F.lit("")).alias("grid_label"), "config", "end_t",
-                    F.coalesce("complete", F.lit(False)).alias("complete"), "events"))
+        F.max(F.when(kind == EOF, F.col("t"))).alias("end_t"),
+        F.max(kind == "run.end").alias("complete"),
+        F.max(F.when(kind == EOF, F.col("seq"))).alias("events"),
+        F.max(F.when(kind == EOF, F.col("problem"))).alias("problem"))
+    return (ends.join(starts, "run", "left").join(verdicts(events), "run", "left")
+            .select("run", "scenario", "seed", "grid", "grid_index",
+                    F.when(F.col("started"), F.coalesce("grid_label", F.lit(""))).alias("grid_label"), "config",
+                    "end_t", F.coalesce("complete", F.lit(False)).alias("complete"), "events", "problem",
+                    F.when(F.col("failed") > 0, "invalid").when(F.col("problem").isNull() & (F.col("unjudged") == 0),
+                                                               "valid").alias("verdict"),
+                    F.coalesce("failed_checks", F.array().cast("array<string>")).alias("failed_checks")))
+
+
+def verdicts(events: DataFrame) -> DataFrame:
+    """Per run with a check.result: its expectations' final results as the lab judges them
+    (chaos.checks.verdict): one failed is invalid; all held is valid; an unjudged one (or, in run_info,
+    a damaged log) leaves the run without a verdict. A check passed then violated is reported
+    twice: its last result counts."""
+    last = (_of(events, "check.result").groupBy("run", "check_name")
+            .agg(F.max_by("check_status", "seq").alias("status"), F.max_by("check_detail", "seq").alias("detail"),
+                 F.max("seq").alias("seq")))
+    failed = F.col("status") == "failed"
+    texts = F.array_sort(F.collect_list(F.when(failed, F.struct("seq", F.concat_ws(": ", "check_name", "detail")
+                                                                 .alias("text")))))
+    return last.groupBy("run").agg(
+        F.count(F.when(failed, 1)).alias("failed"), F.count(F.when(F.col("status") != "ok", 1)).alias("unjudged"),
+        F.transform(texts, lambda t: t["text"]).alias("failed_checks"))
 
 
 def node_roles(events: DataFrame) -> DataFrame:
@@ -132,8 +163,7 @@ def fault_windows(events: DataFrame, runs: DataFrame) -> DataFrame:
     candidates = opens.join(pairs, "verb")
     closed = (candidates.join(closes, (F.col("run") == F.col("c_run")) & (F.col("closer") == F.col("c_verb"))
                               & (F.col("c_seq") > F.col("fault_seq"))
-                              & (F.col("c_target").isNull() | (F.col("c_target") == F.col("target"))
-                                 | (F.col("c_target") == "all")), "left")
+                              & (F.col("c_target").isNull() | (F.col("c_target") == F.col("target"))), "left")
               .groupBy(*WINDOW_KEY, "verb", "start").agg(F.min("c_t").alias("closed_t")))
     return (closed.join(runs.select("run", "end_t"), "run")
             .select(*WINDOW_KEY, "verb", "start", F.coalesce("closed_t", "end_t").alias("end"))
@@ -265,6 +295,8 @@ def recovery(events: DataFrame, nameservers: DataFrame) -> DataFrame:
 
 
 # --- summaries -------------------------------------------------------------------------------------
+# Per run, every run; per grid point, only the `sound` runs (no problem with their log): a torn or
+# corrupt log would count a run cut short as a whole one.
 
 def _spread(column: str, name: str) -> list[Column]:
     return [F.median(column).alias(f"{name}_p50_s"), F.percentile(column, 0.95).alias(f"{name}_p95_s"),
@@ -282,7 +314,23 @@ def _latencies(tables: dict[str, DataFrame], keys: list[str], with_keys: DataFra
                                      F.sum(F.col("censored").cast("int")).alias("blind_censored"))]
 
 
-def per_run(runs: DataFrame, msgs: DataFrame, tables: dict[str, DataFrame]) -> DataFrame:
+def grid_points(runs: DataFrame) -> DataFrame:
+    """Every grid point a run.start names: its place in the sweep (the lowest grid_index of its runs)
+    and how many of its runs are left out of its aggregates for a problem with their log."""
+    return (runs.filter(F.col("scenario").isNotNull()).groupBy(*GRID_KEY)
+            .agg(F.first("grid", ignorenulls=True).alias("grid"), F.min("grid_index").alias("grid_index"),
+                 F.count(F.when(F.col("problem").isNotNull(), 1)).alias("excluded_runs")))
+
+
+def _in_grid_order(table: DataFrame, points: DataFrame, *then: str) -> DataFrame:
+    """Grid points in the order the sweep was given them (its grid_index), not alphabetical (10s,
+    30s, 5s); points no sweep numbered last."""
+    order = points.select(*GRID_KEY, F.col("grid_index").alias("point_index"))
+    return (table.join(order, GRID_KEY, "left")
+            .orderBy(F.asc_nulls_last("point_index"), "scenario", "grid_label", *then).drop("point_index"))
+
+
+def per_run(runs: DataFrame, msgs: DataFrame, tables: dict[str, DataFrame], points: DataFrame) -> DataFrame:
     counts = msgs.groupBy("run").agg(
         F.count("*").alias("messages"), *[F.sum(F.col(c).cast("int")).alias(n) for c, n in
                                           [("acked", "acked"), ("failed", "failed"), ("lost", "lost"),
@@ -299,16 +347,15 @@ def per_run(runs: DataFrame, msgs: DataFrame, tables: dict[str, DataFrame]) -> D
     for part in parts:
         out = out.join(part, "run", "left")
     zero = ["messages", "acked", "failed", "lost", "duplicates", "retries", "divergence_s", "false_removals"]
-    return (out.fillna(0, subset=zero)
-            .withColumn("availability", _ratio(F.col("acked"), F.col("messages")))
-            .withColumn("retries_per_message", _ratio(F.col("retries"), F.col("messages")))
-            .orderBy(*GRID_KEY, "seed", "run"))
+    out = (out.fillna(0, subset=zero)
+           .withColumn("availability", _ratio(F.col("acked"), F.col("messages")))
+           .withColumn("retries_per_message", _ratio(F.col("retries"), F.col("messages"))))
+    return _in_grid_order(out, points, "seed", "run")
 
 
-def per_grid(tables: dict[str, DataFrame]) -> DataFrame:
-    runs = tables["runs"]
-    base = runs.groupBy(*GRID_KEY).agg(
-        F.first("grid").alias("grid"),
+def per_grid(tables: dict[str, DataFrame], sound: DataFrame, points: DataFrame) -> DataFrame:
+    """Per grid point, over its sound runs; a point whose every run was left out still has a row."""
+    base = sound.groupBy(*GRID_KEY).agg(
         F.count("*").alias("runs"), F.sum(F.col("complete").cast("int")).alias("complete_runs"),
         F.sum("events").alias("events"), F.sum("messages").alias("messages"),
         F.avg("availability").alias("availability"), F.min("worst_second").alias("worst_second"),
@@ -316,25 +363,27 @@ def per_grid(tables: dict[str, DataFrame]) -> DataFrame:
         *[F.sum(c).alias(c) for c in ("failed", "lost", "duplicates", "false_removals")],
         F.avg("divergence_s").alias("divergence_s"), F.max("longest_divergence_s").alias("longest_divergence_s"),
         F.avg("recovery_s").alias("recovery_s"))
-    for part in _latencies(tables, GRID_KEY, runs.select("run", *GRID_KEY)):
+    for part in _latencies(tables, GRID_KEY, sound.select("run", *GRID_KEY)):
         base = base.join(part, GRID_KEY, "left")
-    return base.orderBy(*GRID_KEY)
+    grid = (points.join(base, GRID_KEY, "left").fillna(0, subset=["runs", "complete_runs"])
+            .select(*GRID_KEY, "grid", "grid_index", "runs", "excluded_runs", *base.columns[3:]))
+    return grid.orderBy(F.asc_nulls_last("grid_index"), *GRID_KEY)
 
 
-def grid_availability(tables: dict[str, DataFrame]) -> DataFrame:
+def grid_availability(availability: DataFrame, sound: DataFrame, points: DataFrame) -> DataFrame:
     """Per grid point and second: the runs' mean and worst availability."""
-    return (tables["availability"].join(tables["runs"].select("run", *GRID_KEY), "run")
-            .groupBy(*GRID_KEY, "second")
-            .agg(F.avg("availability").alias("mean"), F.min("availability").alias("min"),
-                 F.count("*").alias("runs"), F.sum("messages").alias("messages"))
-            .orderBy(*GRID_KEY, "second"))
+    per_point = (availability.join(sound.select("run", *GRID_KEY), "run")
+                 .groupBy(*GRID_KEY, "second")
+                 .agg(F.avg("availability").alias("mean"), F.min("availability").alias("min"),
+                      F.count("*").alias("runs"), F.sum("messages").alias("messages")))
+    return _in_grid_order(per_point, points, "second")
 
 
-def send_latency(events: DataFrame, runs: DataFrame) -> DataFrame:
+def send_latency(events: DataFrame, sound: DataFrame, points: DataFrame) -> DataFrame:
     """Send attempts per grid point in tenth-of-a-decade latency buckets (log10 of seconds)."""
     bucket = F.floor(F.log10("latency") * 10) / 10
     sends = _of(events, "producer.send").filter(F.col("latency") > 0).select("run", "latency", "result")
-    return (sends.join(runs.select("run", *GRID_KEY), "run")
-            .groupBy(*GRID_KEY, bucket.alias("log10_s"))
-            .agg(F.count("*").alias("sends"), F.sum((F.col("result") != "ok").cast("int")).alias("failed"))
-            .orderBy(*GRID_KEY, "log10_s"))
+    per_point = (sends.join(sound.select("run", *GRID_KEY), "run")
+                 .groupBy(*GRID_KEY, bucket.alias("log10_s"))
+                 .agg(F.count("*").alias("sends"), F.sum((F.col("result") != "ok").cast("int")).alias("failed")))
+    return _in_grid_order(per_point, points, "log10_s")

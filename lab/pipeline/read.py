@@ -1,30 +1,37 @@
-"""Event logs into a DataFrame, decoded on the executors.
+"""Event logs into a DataFrame, decoded on the executors with Arrow.
 
-Spark's binaryFile source hands each log's bytes to an executor, which decodes the msgpack records
-(lab.events.read_events: a torn last record is skipped) into flat rows: one column per field the
-metrics read, null where a kind has no such field. Only the kinds the metrics use become rows;
-each log ends with a synthetic `log.eof` row: `seq` is the log's record count, `t` its last record's.
+A DataFrame of (path, content) — Spark's binaryFile source, or on a cluster the driver's own files
+shipped to the executors — goes through `mapInArrow`: each executor decodes the msgpack records
+(lab.events.scan_events) into a pyarrow RecordBatch of flat rows: one column per field the metrics
+read, null where a kind has no such field. Only the kinds the metrics use become rows; each log ends
+with a synthetic `log.eof` row: `seq` is the log's record count, `t` its last record's, `problem` why
+the log cannot be trusted whole (null: it can).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
+import re
 from pathlib import Path
 from typing import Iterator
 
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import (ArrayType, BooleanType, DoubleType, IntegerType, LongType, MapType, StringType,
                                StructField, StructType)
 
-from lab.events import read_events
+from lab.events import scan_events
 
 PATTERN = "*.events"  # what a directory given to `nslab report` is searched for (recursively)
 EOF = "log.eof"
 
 KINDS = frozenset({
     "run.start", "run.end", "node.start", "node.stop", "broker.start", "chaos.fault",
-    "ns.register", "ns.remove", "ns.tables", "client.route",
+    "ns.register", "ns.remove", "ns.tables", "client.route", "check.result",
     "producer.send", "producer.ack", "producer.failed", "consumer.consume",
 })
 
@@ -40,17 +47,25 @@ SCHEMA = StructType([
     StructField("broker_name", _string), StructField("broker_id", _int),
     StructField("verb", _string), StructField("role", _string), StructField("address", _string),
     StructField("ok", _bool), StructField("source", _string),
-    StructField("scenario", _string), StructField("seed", LongType()),
+    StructField("scenario", _string), StructField("seed", LongType()), StructField("grid_index", _int),
     # Derived, from the few records of one kind:
-    StructField("targets", ArrayType(_string)),  # chaos.fault: its nodes, or everyone in its groups
+    StructField("targets", ArrayType(_string)),  # chaos.fault: its nodes (`all`: every NameServer), or its groups'
     StructField("digest", _string),  # ns.tables: the routes it would answer, hashed
     StructField("grid", MapType(_string, _string)), StructField("grid_label", _string),  # run.start
     StructField("config", _string),  # run.start's config, as JSON
     StructField("nodes", MapType(_string, _string)),  # run.start's {name: role}
+    # check.result's name, status and detail (`status` and `detail` mean other things in other kinds)
+    StructField("check_name", _string), StructField("check_status", _string), StructField("check_detail", _string),
+    StructField("problem", _string),  # log.eof: why the log cannot be trusted whole, null when it can
 ])
-_DERIVED = ("targets", "digest", "grid", "grid_label", "config", "nodes")
+_DERIVED = ("targets", "digest", "grid", "grid_label", "config", "nodes",
+            "check_name", "check_status", "check_detail", "problem")
 _COPIED = tuple(f.name for f in SCHEMA.fields[2:] if f.name not in _DERIVED)
-_NO_DERIVED = (None,) * len(_DERIVED)
+ARROW = to_arrow_schema(SCHEMA)
+# The copied fields as one Arrow struct: pyarrow converts a list of records to it in C++, picking
+# the fields by name and ignoring the rest — no Python loop over a million records and twenty fields.
+_COPIED_TYPE = pa.struct([ARROW.field(name) for name in _COPIED])
+_SPECIAL = ["chaos.fault", "ns.tables", "run.start", "check.result"]  # the kinds with derived columns
 
 
 def route_digest(tables: dict) -> str:
@@ -67,42 +82,140 @@ def grid_label(grid: dict | None) -> str:
     return ", ".join(f"{k}={v}" for k, v in (grid or {}).items())
 
 
-def _row(run: str, seq: int, r: dict) -> tuple:
-    copied = (run, seq, *map(r.get, _COPIED))
+# --- decoding, on the executors --------------------------------------------------------------------
+
+def _derived(r: dict, nameservers: list[str]) -> dict:
     kind = r["kind"]
     if kind == "chaos.fault":
-        targets = list(r.get("nodes", [])) + [n for group in r.get("groups", []) for n in group]
-        return copied + (targets, *_NO_DERIVED[1:])
+        nodes = list(r.get("nodes") or [])
+        if r.get("verb") in ("ns-down", "ns-up") and nodes == ["all"]:
+            nodes = nameservers  # what lab/control/faults.py does with `all`
+        return {"targets": [str(n) for n in nodes] + [str(n) for group in r.get("groups") or [] for n in group]}
     if kind == "ns.tables":
-        return copied + (None, route_digest(r), *_NO_DERIVED[2:])
+        return {"digest": route_digest(r)}
     if kind == "run.start":
         grid = {str(k): str(v) for k, v in (r.get("grid") or {}).items()}
-        return copied + (None, None, grid, grid_label(grid), json.dumps(r.get("config") or {}), r.get("nodes") or {})
-    return copied + _NO_DERIVED
+        return {"grid": grid, "grid_label": grid_label(grid), "config": json.dumps(r.get("config") or {}, default=str),
+                "nodes": {str(k): str(v) for k, v in (r.get("nodes") or {}).items()}}
+    return {"check_name": r.get("name"), "check_status": r.get("status"), "check_detail": r.get("detail")}
 
 
-def decode(run: str, content: bytes) -> Iterator[tuple]:
-    seq, t = 0, None
-    for seq, record in enumerate(read_events(content), 1):
-        t = record.get("t", t)
-        if record.get("kind") in KINDS:
-            yield _row(run, seq - 1, record)
-    yield _row(run, seq, {"kind": EOF, "t": t})
+def _copied(rows: list[dict]) -> list[pa.Array]:
+    try:
+        struct = pa.array(rows, _COPIED_TYPE)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):
+        # A value of an unexpected type somewhere: column by column, that value null.
+        return [_coerced([r.get(f.name) for r in rows], f.type) for f in _COPIED_TYPE]
+    return [struct.field(i) for i in range(struct.type.num_fields)]
 
 
-def load(spark: SparkSession, paths: list[str | Path]) -> DataFrame:
-    """Every event log under the given directories (*.events, recursively) and every file named
-    (whatever its name), each once, as rows."""
-    dirs = [str(p) for p in paths if Path(p).is_dir()]
-    files = [str(p) for p in paths if not Path(p).is_dir()]
-    found = set()  # qualified paths: a log found twice (in a directory and by name) is read once
+def _coerced(values: list, kind: pa.DataType) -> pa.Array:
+    try:
+        return pa.array(values, kind)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):
+        return pa.array([v if _fits(v, kind) else None for v in values], kind)
+
+
+def _fits(value, kind: pa.DataType) -> bool:
+    try:
+        pa.scalar(value, kind)
+        return True
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):
+        return False
+
+
+def decode(run: str, content: bytes) -> pa.RecordBatch:
+    """One log's rows, as one RecordBatch of ARROW's schema."""
+    records, problem = scan_events(content)
+    seqs = [i for i, r in enumerate(records) if r.get("kind") in KINDS]
+    rows = [records[i] for i in seqs]
+    last_t = next((r["t"] for r in reversed(records) if "t" in r), None)
+    rows.append({"kind": EOF, "t": last_t})
+    seqs.append(len(records))
+    copied = _copied(rows)
+    derived = {name: [None] * len(rows) for name in _DERIVED}
+    derived["problem"][-1] = problem
+    start = records[0] if records and records[0].get("kind") == "run.start" else {}
+    nameservers = sorted(str(n) for n, role in (start.get("nodes") or {}).items() if role == "nameserver")
+    kinds = copied[_COPIED.index("kind")]
+    for i in pc.indices_nonzero(pc.is_in(kinds, pa.array(_SPECIAL))).to_pylist():
+        for name, value in _derived(rows[i], nameservers).items():
+            derived[name][i] = value
+    arrays = [pa.array([run] * len(rows), pa.string()), pa.array(seqs, pa.int64()), *copied,
+              *(pa.array(derived[name], ARROW.field(name).type) for name in _DERIVED)]
+    return pa.RecordBatch.from_arrays(arrays, schema=ARROW)
+
+
+def decode_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """mapInArrow's function: (path, content) batches in, a batch of rows per log out."""
+    for batch in batches:
+        for path, content in zip(batch.column("path").to_pylist(), batch.column("content").to_pylist()):
+            yield decode(path, content)
+
+
+# --- finding the logs, on the driver ---------------------------------------------------------------
+
+_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:")  # a scheme (two letters at least: not a drive letter)
+LOGS = "path string, content binary"
+
+
+def _local_logs(paths: list[str]) -> dict[str, Path]:
+    """Plain paths on the driver's disk: every *.events below a directory, a file as it is; keyed by
+    the path as binaryFile gives it (file:/abs/path), so a log found twice is one key."""
+    found = {}
+    for path in map(Path, paths):
+        for file in sorted(path.rglob(PATTERN)) if path.is_dir() else [path]:
+            if file.is_file() or not path.is_dir():
+                found["file:" + os.path.abspath(file)] = file
+    return found
+
+
+def _listed(spark: SparkSession, uris: list[str]) -> set[str]:
+    """The files a URI names, or every *.events below it (it is a directory), as qualified paths."""
+    jvm = spark.sparkContext._jvm
+    hadoop = spark.sparkContext._jsc.hadoopConfiguration()
+    dirs, files = [], []
+    for uri in uris:
+        path = jvm.org.apache.hadoop.fs.Path(uri)
+        (dirs if path.getFileSystem(hadoop).getFileStatus(path).isDirectory() else files).append(uri)
+    found = set()
     if dirs:
         found.update(spark.read.format("binaryFile").option("pathGlobFilter", PATTERN)
                      .option("recursiveFileLookup", "true").load(dirs).inputFiles())
     if files:
         found.update(spark.read.format("binaryFile").load(files).inputFiles())
-    if not found:
+    # file:///x and file:/x are one file; binaryFile's path column says file:/x.
+    return {"file:/" + f[len("file:///"):] if f.startswith("file:///") else f for f in found}
+
+
+def _binary_files(spark: SparkSession, paths: list[str]) -> DataFrame:
+    return spark.read.format("binaryFile").load(paths).select("path", "content")
+
+
+def _shipped(spark: SparkSession, files: dict[str, Path]) -> DataFrame:
+    """The driver's own logs, read here and sent to the executors (a worker may not see this disk)."""
+    table = pa.table({"path": list(files), "content": [f.read_bytes() for f in files.values()]},
+                     schema=pa.schema([("path", pa.string()), ("content", pa.binary())]))
+    parts = max(1, min(len(files), spark.sparkContext.defaultParallelism))
+    return spark.createDataFrame(table, LOGS).repartition(parts)  # every executor core gets logs
+
+
+def load(spark: SparkSession, inputs: list[str]) -> DataFrame:
+    """Every event log the inputs name, each once, as rows. An input is a plain path on the driver's
+    disk or a URI (file://, hdfs://, s3a://…); a directory means every *.events below it, a file is
+    read whatever its name. Locally everything goes through binaryFile; on a cluster the driver ships
+    its plain paths' logs itself and executors read only the URIs."""
+    inputs = [str(i) for i in inputs]
+    uris = [i for i in inputs if _URI.match(i)]
+    local = _local_logs([i for i in inputs if not _URI.match(i)])
+    listed = _listed(spark, uris) if uris else set()
+    if spark.sparkContext.master.startswith("local"):
+        paths = sorted(set(local) | listed)
+        logs = _binary_files(spark, paths) if paths else None
+    else:
+        parts = ([_shipped(spark, local)] if local else []) + \
+                ([_binary_files(spark, sorted(listed - set(local)))] if listed - set(local) else [])
+        logs = parts[0].unionByName(parts[1]) if len(parts) == 2 else (parts[0] if parts else None)
+    if logs is None:
         return spark.createDataFrame([], SCHEMA)
-    logs = spark.read.format("binaryFile").load(sorted(found))
-    rows = logs.select("path", "content").rdd.flatMap(lambda f: decode(f.path, f.content))
-    return spark.createDataFrame(rows, SCHEMA, verifySchema=False)
+    return logs.mapInArrow(decode_batches, SCHEMA)

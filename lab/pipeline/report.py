@@ -1,55 +1,125 @@
-"""`nslab report`: the metrics as Parquet tables, PNG plots, an HTML page and a summary.
+"""`nslab report`: the metrics as Parquet tables, PNG plots, an HTML page and a summary, written
+through a Store (a folder on the driver, or a Hadoop URI).
 
 REPORT_DIR/
-  index.html          the grid points, the plots, every run
-  *.png               availability over time, latency distributions, send latency, grid points
-  summary.json        what `--json` prints
-  tables/NAME/        one Parquet table per metric (docs/pipeline.md lists their columns)
+  index.html                the grid points, the plots with what to read in them, every run
+  *.png                     plots.draw's figures
+  summary.json              what `--json` prints
+  tables/NAME.parquet       one Parquet file per table (docs/pipeline.md lists their columns)
+
+Everything is written by the driver: the tables are small once computed, and a REPORT_DIR on the
+driver's disk then works whether or not the executors can see it.
 """
 
 from __future__ import annotations
 
 import html
+import io
 import json
-from pathlib import Path
+import shlex
+from typing import Callable
+from urllib.parse import unquote, urlparse
 
-from . import metrics, plots, read
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pyspark.sql import functions as F
+
+from . import metrics, plots, read, timeseries
 
 # The summary's columns: (column of the grid table, header).
 SUMMARY = [("runs", "runs"), ("availability", "avail"), ("worst_second", "worst 1s"),
-           ("retries_per_message", "retries/msg"), ("failed", "failed"), ("lost", "lost"), ("duplicates", "dups"),
-           ("detection_p50_s", "detect p50 s"), ("detection_max_s", "detect max s"),
+           ("retries_per_message", "retries/msg"), ("failed", "failed msgs"), ("lost", "lost"),
+           ("duplicates", "dups"), ("detection_p50_s", "detect p50 s"), ("detection_max_s", "detect max s"),
            ("blind_p50_s", "blind p50 s"), ("blind_max_s", "blind max s"), ("divergence_s", "diverged s"),
-           ("recovery_s", "recovery s"), ("false_removals", "false rm")]
-RUN_COLUMNS = ["log", "seed", "grid_label", "complete", "events", "messages", "availability", "retries_per_message",
-               "failed", "lost", "duplicates", "detection_max_s", "blind_max_s", "divergence_s", "recovery_s",
-               "false_removals"]
-COLLECTED = ["grid", "runs", "grid_availability", "faults", "detection", "blind", "send_latency"]
+           ("recovery_s", "recovery s"), ("false_removals", "false rm"), ("excluded_runs", "left out")]
+# The Runs table's figures: (runs column, header).
+RUN_FIGURES = [("messages", "msgs"), ("availability", "avail"), ("retries_per_message", "retries/msg"),
+               ("failed", "failed msgs"), ("lost", "lost"), ("duplicates", "dups"),
+               ("detection_max_s", "detect max s"), ("blind_max_s", "blind max s"), ("divergence_s", "diverged s"),
+               ("recovery_s", "recovery s"), ("false_removals", "false rm")]
+COLLECTED = ["grid", "runs", "grid_availability", "faults", "detection", "blind", "removals", "send_latency",
+             "throughput", "send_latency_over_time", "timeline"]
 
 
 class ReportError(RuntimeError):
     """Nothing to report on; the message says why."""
 
 
-def build(spark, paths: list[Path], out: Path) -> dict:
-    """Read every event log on the executors, compute, write REPORT_DIR; returns the summary."""
-    events = read.load(spark, paths).cache()
-    if events.isEmpty():
-        raise ReportError(f"no event logs ({read.PATTERN}) in {', '.join(map(str, paths))}")
+def build(spark, inputs: list[str], store, progress: Callable[[str], None] = lambda message: None) -> dict:
+    """Read every event log on the executors, compute, write REPORT_DIR through `store`; returns
+    the summary. `progress` gets a short line before each stage: reading alone takes a while."""
+    progress(f"reading event logs in {', '.join(map(str, inputs))}")
+    events = read.load(spark, inputs).cache()
+    logs, records = events.filter(F.col("kind") == read.EOF).agg(F.count("*"), F.sum("seq")).first()
+    if not logs:
+        raise ReportError(f"no event logs ({read.PATTERN}) in {', '.join(map(str, inputs))}")
+    progress(f"computing metrics over {logs} logs ({records or 0:,} events)")
     tables = metrics.compute(events)
-    out.mkdir(parents=True, exist_ok=True)
+    tables.update(timeseries.compute(events, tables["runs"]))
+    progress(f"writing {len(tables)} tables to {store.child('tables')}")
+    rows = {}
     for name, table in tables.items():
-        table.write.mode("overwrite").parquet(str(out / "tables" / name))
-    rows = {name: [row.asDict(recursive=True) for row in tables[name].collect()] for name in COLLECTED}
-    for row in rows["runs"]:
-        row["log"] = Path(row["run"]).name
-    images = plots.draw(out, rows["grid"], rows)
-    summary = {"out": str(out), "runs": len(rows["runs"]), "events": sum(r["events"] or 0 for r in rows["runs"]),
-               "grid_points": [_rounded(row) for row in rows["grid"]]}
-    (out / "summary.json").write_text(json.dumps(summary, indent=2))
-    (out / "index.html").write_text(page(summary, rows["runs"], images, {n: t.columns for n, t in tables.items()}))
+        arrow = table.toArrow()
+        store.write_bytes(f"tables/{name}.parquet", parquet_bytes(arrow))
+        if name in COLLECTED:
+            rows[name] = arrow_rows(arrow)
     events.unpersist()
+
+    runs = rows["runs"]
+    for run in runs:
+        run["log"] = run["run"].rsplit("/", 1)[-1]
+    rows["grid"] = in_grid_order(rows["grid"], runs)
+    sound = [r for r in runs if not left_out_because(r)]
+    left_out = [{**r, "problem": left_out_because(r)} for r in runs if left_out_because(r)]
+    progress("drawing plots")
+    drawing = plots.draw({**rows, "runs": sound})
+    for plot in drawing.plots:
+        store.write_bytes(plot.name, plots.png(plot.figure))
+
+    progress("writing the page")
+    summary = {"out": store.uri, "runs": len(runs), "events": sum(r["events"] or 0 for r in runs),
+               "grid_points": [_rounded(row) for row in rows["grid"]],
+               "left_out": [{"log": r["run"], "problem": r["problem"]} for r in left_out]}
+    store.write_text("summary.json", json.dumps(summary, indent=2))
+    store.write_text("index.html", page(summary, sound, left_out, drawing, {n: t.columns for n, t in tables.items()}))
     return summary
+
+
+def left_out_because(run: dict) -> str | None:
+    """Why a run counts in no aggregate (as metrics.py decides), or None: it counts."""
+    if run.get("problem"):
+        return run["problem"]
+    if run.get("scenario") is None:
+        return "no run.start: not a run of any grid point"
+    return None
+
+
+def parquet_bytes(table: pa.Table) -> bytes:
+    buffer = io.BytesIO()
+    pq.write_table(table, buffer)
+    return buffer.getvalue()
+
+
+def arrow_rows(table: pa.Table) -> list[dict]:
+    """The table's rows as dicts, map columns (e.g. `grid`) as dicts in their order, not pairs."""
+    maps = [f.name for f in table.schema if pa.types.is_map(f.type)]
+    rows = table.to_pylist()
+    for row in rows:
+        for name in maps:
+            if row[name] is not None:
+                row[name] = dict(row[name])
+    return rows
+
+
+def in_grid_order(grid: list[dict], runs: list[dict]) -> list[dict]:
+    """Grid points in the order the sweep gave them (grid_index, the grid table's or the lowest of
+    its runs'), where the logs say; otherwise as the grid table has them."""
+    index = {}
+    for r in [*runs, *grid]:
+        if r.get("grid_index") is not None:
+            key = plots.point_key(r)
+            index[key] = min(index.get(key, r["grid_index"]), r["grid_index"])
+    return sorted(grid, key=lambda row: index.get(plots.point_key(row), float("inf")))
 
 
 def _rounded(row: dict) -> dict:
@@ -67,7 +137,7 @@ def fmt(value) -> str:
 def summary_rows(summary: dict) -> tuple[list[str], list[list[str]]]:
     """The summary as text cells: a row per grid point."""
     headers = ["#", "grid point"] + [header for _, header in SUMMARY]
-    rows = [[f"#{i}", plots.point_label(plots.point_key(row))] + [fmt(row[column]) for column, _ in SUMMARY]
+    rows = [[f"#{i}", plots.point_label(plots.point_key(row))] + [fmt(row.get(column)) for column, _ in SUMMARY]
             for i, row in enumerate(summary["grid_points"], 1)]
     return headers, rows
 
@@ -78,33 +148,113 @@ def text_table(headers: list[str], rows: list[list[str]]) -> str:
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip() for line in lines)
 
 
+# --- commands a reader can paste -------------------------------------------------------------------
+
+def local_path(run: str) -> str:
+    """A log's location as `nslab replay` takes it: file: URIs as plain paths, others as they are."""
+    if run.startswith("file:"):
+        return unquote(urlparse(run).path)
+    return run
+
+
+def replay_command(run: dict) -> str:
+    return f"nslab replay {shlex.quote(local_path(run['run']))}"
+
+
+def rerun_command(run: dict) -> str | None:
+    """`nslab run` with the run's scenario, seed and grid point: the same run again (simulated)."""
+    if run.get("scenario") in (None, "?") or run.get("seed") is None:
+        return None
+    sets = "".join(f" --set {shlex.quote(f'{k}={v}')}" for k, v in (run.get("grid") or {}).items())
+    return f"nslab run {shlex.quote(run['scenario'])} --seed {run['seed']}{sets}"
+
+
+# --- the page --------------------------------------------------------------------------------------
+
+class Code(str):
+    """A table cell shown as code (a command to paste)."""
+
+
+def _cell(value: str) -> str:
+    text = html.escape(value)
+    return f"<td><code>{text}</code></td>" if isinstance(value, Code) else f"<td>{text}</td>"
+
+
 def _html_table(headers: list[str], rows: list[list[str]]) -> str:
     head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows)
+    body = "".join("<tr>" + "".join(_cell(c) for c in row) + "</tr>" for row in rows)
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-STYLE = """body{font-family:sans-serif;margin:2em;max-width:1200px}table{border-collapse:collapse;font-size:13px}
-td,th{border:1px solid #ccc;padding:3px 6px;text-align:right}td:nth-child(2),th:nth-child(2){text-align:left}
-img{max-width:100%;display:block;margin:1em 0}code{background:#f4f4f4}"""
+STYLE = """body{font-family:sans-serif;margin:2em;max-width:1300px}table{border-collapse:collapse;font-size:13px}
+td,th{border:1px solid #ccc;padding:3px 6px;text-align:right;vertical-align:top}
+td:nth-child(2),th:nth-child(2){text-align:left}td:has(code){text-align:left}
+figure{margin:1.5em 0}img{max-width:100%;display:block}figcaption{font-size:14px;color:#333;max-width:900px}
+code{background:#f4f4f4;white-space:nowrap}.invalid{color:#b00}"""
 
 
-def page(summary: dict, runs: list[dict], images: list[str], columns: dict[str, list[str]]) -> str:
-    run_rows = [[fmt(run[c]) for c in RUN_COLUMNS] for run in runs]
-    tables = "".join(f"<li><code>tables/{html.escape(name)}</code>: {html.escape(', '.join(cols))}</li>"
+def _point_numbers(summary: dict) -> dict[tuple[str, str], str]:
+    return {plots.point_key(row): f"#{i}" for i, row in enumerate(summary["grid_points"], 1)}
+
+
+def _verdict(run: dict) -> str:
+    return run.get("verdict") or "not judged"  # an expectation undecided, or none recorded
+
+
+def run_rows(runs: list[dict], numbers: dict) -> tuple[list[str], list[list[str]]]:
+    headers = ["log", "point", "seed", "verdict", "failed expectation(s)", *[h for _, h in RUN_FIGURES],
+               "replay", "rerun"]
+    rows = [[run["log"], numbers.get(plots.point_key(run), "?"), fmt(run.get("seed")), _verdict(run),
+             "; ".join(run.get("failed_checks") or []) or "-", *[fmt(run.get(c)) for c, _ in RUN_FIGURES],
+             Code(replay_command(run)), Code(rerun_command(run) or "-")]
+            for run in runs]
+    return headers, rows
+
+
+def left_out_rows(runs: list[dict], numbers: dict) -> tuple[list[str], list[list[str]]]:
+    headers = ["log", "point", "seed", "why it is left out", "replay"]
+    return headers, [[run["log"], numbers.get(plots.point_key(run), "?"), fmt(run.get("seed")), run["problem"],
+                      Code(replay_command(run))] for run in runs]
+
+
+def _not_drawn(drawing: plots.Drawing) -> str:
+    notes = []
+    if drawing.all_zero:
+        notes.append(f"All zero in every run, so not drawn: {'; '.join(drawing.all_zero)}.")
+    if drawing.unmeasured:
+        notes.append(f"Nothing to measure in any run, so not drawn: {'; '.join(drawing.unmeasured)}.")
+    return f"<p>{html.escape(' '.join(notes))}</p>" if notes else ""
+
+
+def page(summary: dict, runs: list[dict], left_out: list[dict], drawing: plots.Drawing,
+         columns: dict[str, list[str]]) -> str:
+    """index.html: what was measured, the plots with how to read them, and every run with the
+    commands that show it again."""
+    numbers = _point_numbers(summary)
+    invalid = sum(1 for r in runs if r.get("verdict") == "invalid")
+    figures = "".join(f'<figure><img src="{html.escape(p.name)}" alt="{html.escape(p.name)}">'
+                      f"<figcaption>{html.escape(p.caption)}</figcaption></figure>" for p in drawing.plots)
+    tables = "".join(f"<li><code>tables/{html.escape(name)}.parquet</code>: {html.escape(', '.join(cols))}</li>"
                      for name, cols in columns.items())
-    figures = "".join(f'<img src="{html.escape(name)}" alt="{html.escape(name)}">' for name in images)
+    left = (f"<h2>Left out of the aggregates</h2>\n<p>{len(left_out)} log(s) could not be trusted whole; "
+            f"no grid point, plot or table over time counts them.</p>\n{_html_table(*left_out_rows(left_out, numbers))}"
+            if left_out else "")
     return f"""<!doctype html>
 <html><head><meta charset="utf-8"><title>nslab report</title><style>{STYLE}</style></head><body>
 <h1>nslab report</h1>
-<p>{summary['runs']} runs, {summary['events']:,} events. Metrics are defined in docs/pipeline.md;
-availability plots shade the fault windows.</p>
+<p>{summary['runs']} runs, {summary['events']:,} events; {invalid} run(s) invalid (an expectation failed: still
+data), {len(left_out)} left out of the aggregates. Metrics are defined in docs/pipeline.md. Grid points are
+numbered in the order the sweep gave them; every plot uses those numbers.</p>
 <h2>Grid points</h2>
 {_html_table(*summary_rows(summary))}
 <h2>Plots</h2>
+{_not_drawn(drawing)}
 {figures}
 <h2>Runs</h2>
-{_html_table(RUN_COLUMNS, run_rows)}
+<p>Each run with its verdict and the expectation(s) it failed. <code>nslab replay LOG</code> opens its event log
+in the lab's views; the rerun command runs it again, simulated, with the same seed and grid point.</p>
+{_html_table(*run_rows(runs, numbers))}
+{left}
 <h2>Parquet tables</h2>
 <ul>{tables}</ul>
 </body></html>

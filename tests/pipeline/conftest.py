@@ -24,10 +24,10 @@ def spark():
 class Log:
     """Records in order, written as msgpack the way lab.events.EventLog writes them."""
 
-    def __init__(self, scenario: str, seed: int, grid: dict, nodes: dict):
+    def __init__(self, scenario: str, seed: int, grid: dict, nodes: dict, grid_index: int | None = None):
         self.records: list[dict] = []
         self.add(0.0, "lab", "run.start", schema=1, seed=seed, scenario=scenario, grid=grid, nodes=nodes,
-                 config={"producer": {"rate": 5.0}})
+                 config={"producer": {"rate": 5.0}}, **({} if grid_index is None else {"grid_index": grid_index}))
         for name, role in nodes.items():
             if role == "nameserver":
                 self.add(0.0, name, "node.start", role="nameserver", address=None)
@@ -69,8 +69,16 @@ class Log:
         return self.add(t, "lab", "chaos.fault", source="scenario", verb=verb,
                         **fields, **({"groups": groups, "one_way": False} if groups else {}))
 
+    def check(self, t: float, name: str, ok: bool | None, detail: str) -> "Log":
+        """An expectation decided, as lab/control/scenarios.py records it."""
+        status = {True: "ok", False: "failed", None: "unjudged"}[ok]
+        return self.add(t, "lab", "check.result", name=name, ok=ok, status=status, detail=detail)
+
+    def bytes(self) -> bytes:
+        return b"".join(msgpack.packb(r) for r in self.records)
+
     def write(self, path, *, torn: bool = False) -> None:
-        data = b"".join(msgpack.packb(r) for r in self.records)
+        data = self.bytes()
         if torn:  # a run killed mid-write: half a record at the end
             data += msgpack.packb({"t": 99.0, "node": "lab", "kind": "run.end"})[:5]
         path.write_bytes(data)

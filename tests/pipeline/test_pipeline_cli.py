@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 import json
 import stat
+import zlib
+from pathlib import Path
 
 import pytest
 
@@ -68,9 +70,21 @@ def test_a_bad_key_stops_the_sweep_before_any_run(tmp_path, capsys):
     assert not (tmp_path / "out").exists()
 
 
-def test_a_run_that_fails_is_recorded_as_failed_not_raised(tmp_path):
-    outcome = run_one(RunSpec(str(tmp_path / "gone.toml"), 1, {}, str(tmp_path / "x.events")))
-    assert outcome["status"] == "failed" and "gone.toml" in outcome["error"]
+def test_a_run_that_fails_is_recorded_as_failed_not_raised():
+    record, log = run_one(RunSpec("broken", "[scenario]\nteaches = 'x'\nduration = 'soon'\n", 1, {}, 0, "b.events"))
+    assert record["status"] == "failed" and "soon" in record["error"]
+    assert zlib.decompress(log) == b""  # nothing ran: an empty log, still sent back
+
+
+def test_a_run_carries_its_scenario_text_and_sends_its_log_back(tmp_path):
+    """Executors need none of the driver's files: the task holds the scenario, the log comes back."""
+    record, packed = run_one(RunSpec("short-crash", SHORT_SCENARIO, 2, {"client.pollNameServerInterval": "10s"},
+                                     3, "short-crash-g03-s0002.events"))
+    assert record["status"] == "valid" and record["grid_index"] == 3
+    records = list(read_events(zlib.decompress(packed)))
+    assert len(records) == record["event_count"]
+    assert records[0]["grid_index"] == 3 and records[0]["seed"] == 2 and records[0]["scenario"] == "short-crash"
+    assert not list(tmp_path.iterdir())
 
 
 def test_report_on_a_directory_without_logs_says_so(spark, tmp_path, capsys):
@@ -106,7 +120,8 @@ def test_sweep_then_report_end_to_end(spark, tmp_path, capsys):
     # A producer stays on the dead broker until its next route poll, which each seed places anywhere
     # in the poll interval: the blind time is bounded by the interval swept.
     assert 0 < fast["blind_p50_s"] < 10 and 0 < slow["blind_p50_s"] < 30
-    for name in ("index.html", "availability.png", "latency.png", "grid.png", "tables/runs", "tables/blind"):
+    for name in ("index.html", "availability.png", "latency.png", "grid.png", "tables/runs.parquet",
+                 "tables/blind.parquet"):
         assert (report_dir / name).exists()
 
 
@@ -182,3 +197,64 @@ def test_a_sweep_prints_no_jvm_noise_first(tmp_path):
     assert result.returncode == 0, result.stderr
     assert result.stderr.splitlines()[0] == f"sweep broker-crash: 1 grid points x 1 seeds = 1 runs into {tmp_path / 'sweep'}"
     assert "WARNING: Using incubator modules" not in result.stderr
+
+
+VIOLATION = Path(__file__).parents[1] / "lab" / "violations" / "all_acked_consumed.toml"
+
+
+def _sweep(out, *extra: str, seeds: str = "2") -> int:
+    return nslab("sweep", str(VIOLATION), "--seeds", seeds, "--out", str(out), *extra)
+
+
+def test_an_invalid_run_is_explained_in_sweep_json_and_on_screen(spark, tmp_path, capsys):
+    assert _sweep(tmp_path / "out", seeds="1") == 0
+    printed = capsys.readouterr().out
+    run, = json.loads((tmp_path / "out" / "sweep.json").read_text())["runs"]
+    assert run["status"] == "invalid"
+    assert run["failed_expectations"] and run["failed_expectations"][0].startswith("all_acked_consumed")
+    assert f"invalid: {run['log']}" in printed and run["failed_expectations"][0] in printed
+    failed = [r for r in read_events(tmp_path / "out" / run["log"]) if r["kind"] == "check.result" and not r["ok"]]
+    assert failed and failed[0]["status"] == "failed"  # the event log holds the failed expectation too
+
+
+def test_a_used_out_folder_is_refused_unless_resume_or_force(spark, tmp_path, capsys):
+    out = tmp_path / "out"
+    assert _sweep(out) == 0
+    before = {p.name: p.stat().st_mtime_ns for p in out.iterdir()}
+    capsys.readouterr()
+    assert _sweep(out, seeds="3") == 2
+    error = capsys.readouterr().err
+    assert "is not empty (2 event logs, sweep.json)" in error and "--resume" in error and "--force" in error
+    assert {p.name: p.stat().st_mtime_ns for p in out.iterdir()} == before  # nothing touched
+
+    # --resume with one more seed and one log lost: only those two run, the others are kept as they are.
+    lost = out / "all_acked_consumed-g00-s0001.events"
+    lost.unlink()
+    assert _sweep(out, "--resume", seeds="3") == 0
+    assert "(1 already done)" in capsys.readouterr().err
+    assert (out / "all_acked_consumed-g00-s0002.events").stat().st_mtime_ns == before[
+        "all_acked_consumed-g00-s0002.events"]
+    runs = json.loads((out / "sweep.json").read_text())["runs"]
+    assert [(r["seed"], r["status"]) for r in runs] == [(1, "invalid"), (2, "invalid"), (3, "invalid")]
+    assert lost.exists()
+
+    # Another grid is another sweep: --resume refuses to mix them.
+    assert _sweep(out, "--resume", "--set", "producer.rate=5,10") == 2
+    assert "another grid" in capsys.readouterr().err
+
+    # --force starts again: the old logs go.
+    assert _sweep(out, "--force", seeds="1") == 0
+    assert sorted(p.name for p in out.iterdir()) == ["all_acked_consumed-g00-s0001.events", "sweep.json"]
+
+
+def test_out_may_be_a_uri_written_through_hadoop(spark, tmp_path, capsys):
+    """A URI goes through Spark's Hadoop client (here file://, as hdfs:// would); a scheme it does not
+    know is a one-line error, not a folder named after the scheme."""
+    out = tmp_path / "viahadoop"
+    assert _sweep(out.as_uri(), seeds="1") == 0
+    assert (out / "all_acked_consumed-g00-s0001.events").stat().st_size > 0 and (out / "sweep.json").exists()
+    capsys.readouterr()
+    assert nslab("sweep", str(VIOLATION), "--seeds", "1", "--out", "nosuch://bucket/sweep") == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "no filesystem for 'nosuch'" in error
+    assert not Path("nosuch:").exists()
