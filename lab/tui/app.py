@@ -15,12 +15,14 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.css.query import NoMatches
 from textual.driver import Driver
 from textual.screen import ModalScreen
-from textual.widgets import Footer, Input, TabbedContent, TabPane
+from textual.widgets import Input, TabbedContent, TabPane
 
 from chaos.faults import FaultError
 
 from ..config import parse_duration
 from .chaos_menu import GROUPS, HELP, NO_TARGET, SECOND, palette_commands, targets
+from .errors import leaf, readable
+from .lesson import ended, lesson_for
 from .responsive import Responsive
 from .screens.ask import AskScreen
 from .screens.help import HelpScreen
@@ -31,10 +33,12 @@ from .widgets.brokers import BrokersTable
 from .widgets.checks import ChecksView
 from .widgets.clients import ClientsView
 from .widgets.event_log import EventLogView
+from .widgets.key_bar import KeyBar
 from .widgets.nameservers import NameServers
 from .widgets.status_bar import StatusBar
 
 REFRESH = 0.25  # seconds between redraws
+SHORT = 30  # rows below which the bottom pane shrinks for the NameServer panels (app.tcss)
 PRESSES = (events.Key, events.MouseDown, events.MouseScrollUp, events.MouseScrollDown)
 
 
@@ -118,6 +122,9 @@ class LabApp(App):
         self.source = source
         self.responsive = responsive
         self.note = ""  # shown in the header instead of running/paused: "stopping…"
+        self.lesson = None  # the scenario as a lesson (lesson.py), once it is known
+        self._lesson_key: tuple = ()
+        self._told_gone = False
 
     def get_driver_class(self) -> type[Driver]:
         return _holding_driver(super().get_driver_class())
@@ -142,7 +149,7 @@ class LabApp(App):
                 yield EventLogView()
             with TabPane("Checks", id="checks"):
                 yield ChecksView()
-        yield Footer()
+        yield KeyBar(id="keys")
 
     async def on_mount(self) -> None:
         # The main screen's widgets: queries would search whichever dialog is on top.
@@ -150,6 +157,8 @@ class LabApp(App):
         self.bottom = self.query_one(TabbedContent)
         self.bottom_views = {"brokers": self.query_one(BrokersTable), "clients": self.query_one(ClientsView),
                              "events": self.query_one(EventLogView), "checks": self.query_one(ChecksView)}
+        self.key_bar = self.query_one(KeyBar)
+        self.set_class(self.size.height < SHORT, "-short")
         if self.source.scenario:
             self.bottom.active = "checks"
         if self.responsive is not None:
@@ -157,6 +166,9 @@ class LabApp(App):
         await self.source.start()
         self.refresh_views()
         self.set_interval(REFRESH, self._timer)
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.set_class(event.size.height < SHORT, "-short")
 
     def _timer(self) -> None:
         self.refresh_views()
@@ -169,18 +181,40 @@ class LabApp(App):
         if source.error is not None:
             self.exit(return_code=1, message=f"the lab stopped: {source.error!r}")
             return
+        if source.gone is not None and not self._told_gone:
+            self._told_gone = True
+            self.notify(source.gone, title="nothing more will come", severity="warning", timeout=30)
+        model = source.model
+        self._update_lesson()
         try:
-            self.status_bar.show(source, self.note)
-            self.nameservers.show(source.model)
-            self.bottom_views[self.bottom.active].show(source.model)
+            self.status_bar.show(source, self.note, ended(self.lesson, model.now, model.drained))
+            self.nameservers.show(model)
+            self.bottom_views[self.bottom.active].show(model)
+            self.key_bar.show()
         except NoMatches:  # a view's parts not mounted yet, or already gone as the app closes
             pass
 
+    def _update_lesson(self) -> None:
+        """Known from the start when the source has the scenario or the whole recording; from a
+        lab in another process, rebuilt as its important records come."""
+        source = self.source
+        whole = source.scenario is not None or bool(getattr(source, "records", None))
+        key = (source.model,) if whole else (source.model, len(source.model.kept))
+        if key == self._lesson_key:
+            return
+        self._lesson_key = key
+        self.lesson = lesson_for(source)
+        self.bottom_views["checks"].lesson = self.lesson
+
     def check_action(self, action: str, parameters: tuple) -> bool | None:
-        if isinstance(self.screen, ModalScreen):  # a dialog or help is open: its keys only
+        if isinstance(self.screen, HelpScreen):  # q, escape and ? close help: none of the app's keys
+            return False
+        if isinstance(self.screen, ModalScreen):  # a dialog is open: its keys only
             return action == "quit"
         if action == "chaos":
             return self.source.live
+        if action in ("pause", "faster", "slower"):  # a lab in another process keeps its own time
+            return not self.source.remote
         if action == "step":
             return self.source.can_step
         if action == "jump":
@@ -227,6 +261,10 @@ class LabApp(App):
         self.push_screen(HelpScreen())
 
     def action_tab(self, tab: str) -> None:
+        # A focused widget in the pane being left would take focus back into it, and the tabbed
+        # content would switch back to show it: 1-4 seemed to do nothing after Tab out of the filter.
+        if self.focused is not None and self.bottom in self.focused.ancestors:
+            self.set_focus(None)
         self.bottom.active = tab
         self.refresh_views()
 
@@ -270,19 +308,25 @@ class LabApp(App):
         try:
             message = await self.source.apply(words)
         except Exception as e:  # a bad target, or the fault failed on the cluster: the lab runs on
-            why = str(e) if isinstance(e, FaultError) else f"{type(e).__name__}: {e}"
+            why = str(e) if isinstance(e, FaultError) else leaf(e)
             self.notify(why, title=" ".join(words), severity="error")
             return
-        self.notify(message, title=" ".join(words))
-        self.refresh_views()
+        self.refresh_views()  # takes in the records the action made: a crashed client's real error
+        name, _, error = message.partition(" could not start: ")
+        if error:
+            node = self.source.model.nodes.get(name)
+            message = f"{name} could not start: {readable(error, node.error if node else None)}"
+        self.notify(message, title=" ".join(words), severity="error" if error else "information")
 
     def commands(self) -> list[tuple[str, str, object]]:
         """(title, help, callback) for the command palette."""
-        commands = [("pause / resume", "stop or restart time", self.action_pause),
-                    ("faster", "double the speed", self.action_faster),
-                    ("slower", "halve the speed", self.action_slower),
-                    ("help", "what every table and timer means", self.action_help),
-                    ("quit", "stop every node cleanly and leave", self.action_quit)]
+        commands = [("help", "what every table and timer means", self.action_help),
+                    ("quit", "leave this view: the lab runs on" if self.source.remote
+                     else "stop every node cleanly and leave", self.action_quit)]
+        if not self.source.remote:
+            commands[:0] = [("pause / resume", "stop or restart time", self.action_pause),
+                            ("faster", "double the speed", self.action_faster),
+                            ("slower", "halve the speed", self.action_slower)]
         if self.source.can_step:
             commands.append(("step", "one second of run time (while paused)", self.action_step))
         if self.source.mode == "replay":

@@ -11,6 +11,8 @@ from collections import deque
 from itertools import islice
 from dataclasses import dataclass, field
 
+from .story import StoryLine, important, story_line
+
 TABLES = ("brokerLiveTable", "brokerAddrTable", "clusterAddrTable", "topicQueueTable", "filterServerTable")
 UNORDERED = ("clusterAddrTable", "filterServerTable")  # list values whose order means nothing
 # Kinds that come many times a second; the event log hides them unless a filter asks for them.
@@ -19,6 +21,7 @@ CHATTY = frozenset({"producer.send", "producer.ack", "consumer.consume", "broker
 LOG_SIZE = 5000
 AVOID_WINDOW = 30.0  # s: a broker a producer's sends failed on, shown as avoided this long
 SPARK_SECONDS = 60
+TRACE = 15.0  # s of run time a vanished table row stays on screen, dimmed
 
 
 @dataclass
@@ -27,6 +30,7 @@ class NodeView:
     role: str
     state: str = "new"  # up | killed | stopped | crashed, from node.start / node.stop
     address: str | None = None
+    error: str | None = None  # why it crashed, or could not start
     pid: int | None = None  # its own process, with --processes
     frozen: bool = False
     cut_from: set[str] = field(default_factory=set)  # nodes a partition cuts it from; "*" isolated
@@ -46,6 +50,8 @@ class NameServerView:
     tables: dict[str, dict] = field(default_factory=lambda: {t: {} for t in TABLES})
     heartbeat: dict[str, float] = field(default_factory=dict)  # broker addr -> last registration t
     wiped: set[str] = field(default_factory=set)  # broker names whose write permission it wiped
+    removed: dict[str, tuple[float, str]] = field(default_factory=dict)  # broker addr -> (t, reason)
+    gone: dict[tuple[str, str], float] = field(default_factory=dict)  # (table, key) -> when it vanished
 
 
 @dataclass
@@ -92,15 +98,19 @@ class LabModel:
         self.diverged: dict[tuple[str, str], float] = {}  # (table, key) -> since when
         self.expectations: dict[str, Expectation] = {}
         self.log: deque[dict] = deque(maxlen=LOG_SIZE)
-        self.notable: deque[dict] = deque(maxlen=LOG_SIZE)
+        self.notable: deque[tuple[int, dict]] = deque(maxlen=LOG_SIZE)  # (version, record)
+        self.kept: list[tuple[int, dict]] = []  # every important record, (version, record): never dropped
+        self.story: list[StoryLine] = []  # one line per turn of the story, never dropped
+        self.drained = False  # the timeline ended (run.drain): a scenario's duration passed
         self.version = 0  # bumps with every record: widgets redraw only when it moved
         self.tables_version = 0  # bumps when any NameServer's tables or the divergence change
         self._at_address: dict[str, str] = {}
-        self._sends: dict[int, list[int]] = {}  # second -> [ok attempts, failed attempts]
+        self._sends: dict[int, list[int]] = {}  # second -> [messages acknowledged, messages failed]
         self._acked_next: dict[tuple, int] = {}  # (topic, broker, queue) -> next offset to be acked
         self._consumed_next: dict[tuple, int] = {}  # ... -> next offset the group will consume
         self._handlers = {
-            "run.start": self._run_start, "run.end": self._run_end,
+            "run.start": self._run_start, "run.end": self._run_end, "run.drain": self._run_drain,
+            "client.start": self._client_start,
             "node.start": self._node_start, "node.stop": self._node_stop,
             "ns.tables": self._ns_tables, "ns.register": self._ns_register, "ns.remove": self._ns_remove,
             "ns.perm": self._ns_perm,
@@ -116,11 +126,17 @@ class LabModel:
     def feed(self, record: dict) -> None:
         self.now = max(self.now, record["t"])
         self.version += 1
-        logged = _logged(record)
+        logged = self._logged(record)
         self.log.append(logged)
-        if record["kind"] not in CHATTY:
-            self.notable.append(logged)
-        handler = self._handlers.get(record["kind"])
+        kind = record["kind"]
+        if kind not in CHATTY:
+            self.notable.append((self.version, logged))
+        if important(logged):
+            self.kept.append((self.version, logged))
+        line = story_line(self, record)  # before the handler: it compares with what was
+        if line is not None:
+            self.story.append(line)
+        handler = self._handlers.get(kind)
         if handler is not None:
             handler(record)
 
@@ -168,14 +184,44 @@ class LabModel:
         return lag
 
     def send_rates(self, seconds: int = SPARK_SECONDS) -> tuple[list[int], list[int]]:
-        """Send attempts per second over the last `seconds`: (ok, failed)."""
-        end = int(self.now)
+        """Messages per second over the last `seconds` whole seconds, the one under way left out
+        (it would always read low): (acknowledged, failed after every attempt)."""
+        end = int(self.now) - 1
         window = [self._sends.get(s, (0, 0)) for s in range(end - seconds + 1, end + 1)]
         return [w[0] for w in window], [w[1] for w in window]
 
     def events(self, text: str = "") -> list[dict]:
-        """The notable records, or every record whose node, kind or fields contain `text`."""
-        return list(self.notable) if not text else matching(self.log, text)
+        """The notable records, or every record whose node, kind or fields contain `text` — the
+        important ones the log's window has lost included, in order."""
+        if not text:
+            first = self.notable[0][0] if self.notable else self.version + 1
+            return [r for v, r in self.kept if v < first] + [r for _, r in self.notable]
+        first = self.version - len(self.log) + 1
+        return matching((r for v, r in self.kept if v < first), text) + matching(self.log, text)
+
+    def removal(self, nameserver: str, broker_addr: str | None) -> tuple[float, str] | None:
+        return self.nameservers[nameserver].removed.get(broker_addr) if broker_addr else None
+
+    def traces(self, nameserver: str) -> dict[tuple[str, str], float]:
+        """Rows that vanished from this NameServer's tables less than TRACE seconds ago."""
+        gone = self.nameservers[nameserver].gone
+        return {k: t for k, t in gone.items() if self.now - t < TRACE} if gone else {}
+
+    def _logged(self, record: dict) -> dict:
+        """What the event log keeps of a record. An `ns.tables` keeps its sizes only: its tables are in
+        `nameservers` while current, and thousands of rows kept per record in the log would be scanned
+        by every full garbage collection and stringified by every filter keystroke. A record naming a
+        broker by address gets its node's name too: filtering `broker-b-0` finds its removal."""
+        kind = record["kind"]
+        if kind == "ns.tables":
+            return {**{k: v for k, v in record.items() if k not in TABLES},
+                    "topics": len(record.get("topicQueueTable", {})),
+                    "brokers": len(record.get("brokerLiveTable", {}))}
+        if kind in ("ns.remove", "ns.register") and record.get("broker_addr") in self._at_address:
+            # first among the fields: a line shows as many as fit
+            return {"t": record["t"], "node": record["node"], "kind": kind,
+                    "broker": self._at_address[record["broker_addr"]], **record}
+        return record
 
     def newest(self, count: int) -> list[dict]:
         """The last `count` records fed (as many as the log still holds), oldest first."""
@@ -190,6 +236,9 @@ class LabModel:
 
     def _run_end(self, r: dict) -> None:
         self.ended = True
+
+    def _run_drain(self, r: dict) -> None:
+        self.drained = True
 
     def _node(self, name: str, role: str) -> NodeView:
         view = self.nodes.get(name)
@@ -216,9 +265,14 @@ class LabModel:
 
     def _node_stop(self, r: dict) -> None:
         view = self.nodes.get(r["node"])
+        role = r["node"].rpartition("-")[0]
+        if view is None and role in ("producer", "consumer"):  # a new client that died starting
+            view = self._node(r["node"], role)
         if view is None:
             return
         view.state = r["state"]
+        if r.get("error"):
+            view.error = r["error"]
         if view.role == "nameserver":  # a dead NameServer leaves the comparison
             self._recheck_all(r["t"])
 
@@ -231,6 +285,11 @@ class LabModel:
         old, ns.tables = ns.tables, {t: r.get(t, {}) for t in TABLES}
         changed = [(t, k) for t in TABLES for k in old[t].keys() | ns.tables[t].keys()
                    if old[t].get(k) != ns.tables[t].get(k)]
+        for t, k in changed:
+            if k in ns.tables[t]:
+                ns.gone.pop((t, k), None)
+            else:
+                ns.gone[(t, k)] = r["t"]
         self._recheck(changed, r["t"])
 
     def _recheck_all(self, t: float) -> None:
@@ -253,11 +312,16 @@ class LabModel:
 
     def _ns_register(self, r: dict) -> None:
         if r["node"] in self.nameservers:
-            self.nameservers[r["node"]].heartbeat[r["broker_addr"]] = r["t"]
+            ns = self.nameservers[r["node"]]
+            ns.heartbeat[r["broker_addr"]] = r["t"]
+            ns.removed.pop(r["broker_addr"], None)
 
     def _ns_remove(self, r: dict) -> None:
         if r["node"] in self.nameservers:
-            self.nameservers[r["node"]].heartbeat.pop(r["broker_addr"], None)
+            ns = self.nameservers[r["node"]]
+            ns.heartbeat.pop(r["broker_addr"], None)
+            reason = r.get("reason", "removed") + (f": {r['detail']}" if r.get("detail") else "")
+            ns.removed[r["broker_addr"]] = (r["t"], reason)
 
     def _ns_perm(self, r: dict) -> None:
         wiped = self.nameservers[r["node"]].wiped
@@ -288,15 +352,17 @@ class LabModel:
             self._node(r["node"], r["node"].rpartition("-")[0])
         return self.clients[r["node"]]
 
-    def _producer_send(self, r: dict) -> None:
-        client = self._client(r)
-        ok = r["result"] == "ok"
-        second = int(r["t"])
+    def _count_message(self, t: float, ok: bool) -> None:
+        second = int(t)
         if second not in self._sends:  # a new second: forget those the sparkline no longer shows
-            for old in [s for s in self._sends if s <= second - SPARK_SECONDS]:
+            for old in [s for s in self._sends if s < second - SPARK_SECONDS - 1]:
                 del self._sends[old]
             self._sends[second] = [0, 0]
         self._sends[second][0 if ok else 1] += 1
+
+    def _producer_send(self, r: dict) -> None:
+        client = self._client(r)
+        ok = r["result"] == "ok"
         if r.get("attempt", 1) > 1:
             client.retried += 1
         if ok:
@@ -306,6 +372,7 @@ class LabModel:
 
     def _producer_ack(self, r: dict) -> None:
         self._client(r).ok += 1
+        self._count_message(r["t"], True)
         for view in self.brokers.values():  # the group's master stored it
             if view.broker_name == r["broker"] and view.broker_id == 0:
                 view.messages += 1
@@ -314,6 +381,7 @@ class LabModel:
 
     def _producer_failed(self, r: dict) -> None:
         self._client(r).failed += 1
+        self._count_message(r["t"], False)
 
     def _consumer_consume(self, r: dict) -> None:
         self._client(r).consumed += 1
@@ -325,6 +393,12 @@ class LabModel:
         for q in r["queues"]:  # consuming from the last offset: what was acked before is no lag
             key = _queue_key(r["topic"], q)
             self._consumed_next.setdefault(key, self._acked_next.get(key, 0))
+
+    def _client_start(self, r: dict) -> None:
+        client_node = self._node(r["node"], r["node"].rpartition("-")[0])
+        if not r.get("ok", True):
+            client_node.state = "crashed"
+            client_node.error = client_node.error or r.get("error")  # node.stop's cause is the better one
 
     def _client_route(self, r: dict) -> None:
         client = self._client(r)
@@ -363,16 +437,6 @@ class LabModel:
     def _check_result(self, r: dict) -> None:
         status = r.get("status") or ("ok" if r["ok"] else "failed")  # logs before schema 2 have no status
         self.expectations[r["name"]] = Expectation(r["name"], r["ok"], r.get("detail", ""), r["t"], status)
-
-
-def _logged(record: dict) -> dict:
-    """What the event log keeps of a record. An `ns.tables` keeps its sizes only: its tables are in
-    `nameservers` while current, and thousands of rows kept per record in the log would be scanned
-    by every full garbage collection and stringified by every filter keystroke."""
-    if record["kind"] != "ns.tables":
-        return record
-    return {**{k: v for k, v in record.items() if k not in TABLES},
-            "topics": len(record.get("topicQueueTable", {})), "brokers": len(record.get("brokerLiveTable", {}))}
 
 
 def _canonical(table: str, value):

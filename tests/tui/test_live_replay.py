@@ -35,8 +35,9 @@ def live_run(path: Path, speed: float, *, run_between: bool) -> None:
         if run_between:  # run unpaused, sped up, then pause again: the same moments must follow
             lab.toggle_pause()
             lab.faster()
-            while lab.clock.current_time() < 40:
-                await asyncio.sleep(0.01)
+            # Paused again well before the next action (50.5 s): a starved machine may overshoot.
+            while lab.clock.current_time() < 30:
+                await asyncio.sleep(0.002)
             lab.toggle_pause()
         await until(50.5)
         await _applied(lab, ["toxic", "broker-b-0:ns-0", "latency", "latency=200ms"])

@@ -67,7 +67,7 @@ def test_clients_show_nameserver_route_age_sends_avoided_brokers_and_lag():
     assert model.avoided("producer-0") == ["broker-a"]
     assert model.lag("consumer-0") == 2  # each broker's last message of the period is not consumed yet
     ok, failed = model.send_rates(10)
-    assert sum(failed) == 1 and sum(ok) >= 1
+    assert sum(failed) == 0 and sum(ok) >= 1, "messages: the failed attempt was retried and acknowledged"
 
 
 def test_the_event_log_hides_chatty_kinds_unless_a_filter_asks():

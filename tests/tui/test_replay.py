@@ -6,6 +6,7 @@ from __future__ import annotations
 from tui_support import EXPIRED_AT, replay_app, run_app, screen_text, wait_until
 from textual.widgets import Tabs
 
+from lab.tui.widgets.event_log import CHAOS_MARK
 from lab.tui.widgets.nameserver_panel import DIVERGED, NameServerPanel
 
 
@@ -61,7 +62,8 @@ def test_at_80x24_three_nameservers_become_tabs():
         await pilot.pause(0.3)
         shown = lambda: [p.nameserver for p in app.query(NameServerPanel) if p.display]  # noqa: E731
         assert shown() == ["ns-0"]
-        assert "ns-1" in screen_text(app).splitlines()[1], "the tab bar names every NameServer"
+        tab_bar = next(line for line in screen_text(app).splitlines() if line.startswith(" ns-0"))
+        assert "ns-1" in tab_bar and "ns-2" in tab_bar, "the tab bar names every NameServer"
         app.query_one(Tabs).focus()
         await pilot.press("right", "right")
         await wait_until(pilot, lambda: shown() == ["ns-2"], "the tab shows ns-2")
@@ -74,7 +76,7 @@ def test_the_event_log_filters_and_marks_chaos():
 
     async def body(pilot):
         await pilot.press("slash", *"partition")
-        await wait_until(pilot, lambda: "⚡" in screen_text(app), "the chaos action is marked")
+        await wait_until(pilot, lambda: CHAOS_MARK in screen_text(app), "the chaos action is marked")
         lines = [line for line in screen_text(app).splitlines() if "chaos.fault" in line]
         assert len(lines) == 1 and "verb=partition" in lines[0]
         assert "producer.send" not in screen_text(app)

@@ -4,7 +4,7 @@ SVGs in tests/tui/__snapshots__/."""
 
 from __future__ import annotations
 
-from tui_support import EXPIRED_AT, replay_app
+from tui_support import EXPIRED_AT, LESSON_DRAIN, flood_log, lesson_log, replay_app, replay_of
 
 from lab.tui.screens.partition import PartitionScreen
 
@@ -39,3 +39,38 @@ def test_partition_dialog(snap_compare):
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=(80, 24), run_before=open_dialog)
+
+
+# The views of issue 18, at a workshop's 80×24 and a wide 200×55.
+
+def test_lesson_at_80x24(snap_compare):
+    assert snap_compare(replay_of(lesson_log(), at=100.0), press=["4"], terminal_size=(80, 24))
+
+
+def test_lesson_at_200x55(snap_compare):
+    assert snap_compare(replay_of(lesson_log(), at=100.0), press=["4"], terminal_size=(200, 55))
+
+
+def test_lesson_ended_at_200x55(snap_compare):
+    assert snap_compare(replay_of(lesson_log(), at=LESSON_DRAIN + 5), press=["4"], terminal_size=(200, 55))
+
+
+def test_clients_health_all_failing_at_80x24(snap_compare):
+    assert snap_compare(replay_of(flood_log(faults=1, failures=2000), at=125.0), press=["2"], terminal_size=(80, 24))
+
+
+def test_clients_health_at_200x55(snap_compare):
+    assert snap_compare(replay_of(flood_log(faults=1, failures=2000), at=125.0), press=["2"],
+                        terminal_size=(200, 55))
+
+
+def test_story_and_collapsed_log_at_80x24(snap_compare):
+    assert snap_compare(replay_of(flood_log(), at=200.0), press=["3"], terminal_size=(80, 24))
+
+
+def test_story_and_collapsed_log_at_200x55(snap_compare):
+    assert snap_compare(replay_of(flood_log(), at=200.0), press=["3"], terminal_size=(200, 55))
+
+
+def test_brokers_membership_at_200x55(snap_compare):
+    assert snap_compare(replay_app(AT), terminal_size=(200, 55))

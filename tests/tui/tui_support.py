@@ -139,3 +139,44 @@ def replay_app(at: float | None = None) -> LabApp:
 def screen_text(app: LabApp) -> str:
     """What the terminal shows now, as plain text."""
     return "\n".join(strip.text for strip in app.screen._compositor.render_strips())
+
+
+LESSON_KILL, LESSON_DRAIN = 60.0, 170.0
+
+
+def lesson_log() -> list[dict]:
+    """build_log's run as the bundled broker-crash scenario played it: its kill from the timeline,
+    the timeline's end (run.drain) before the recording's, a check decided on the way."""
+    log = build_log()
+    log[0] = {**log[0], "scenario": "broker-crash"}
+    log += [{"t": LESSON_KILL, "node": "lab", "kind": "chaos.fault", "source": "scenario", "verb": "kill",
+             "nodes": ["broker-b-0"]},
+            {"t": LESSON_KILL + 0.5, "node": "lab", "kind": "check.result", "name": "broker_removed broker=broker-a-0 within=1s",
+             "ok": True, "status": "ok", "detail": "every NameServer dropped it"},
+            {"t": LESSON_DRAIN, "node": "lab", "kind": "run.drain", "seconds": 30.0}]
+    log.sort(key=lambda r: r["t"])
+    return log
+
+
+def flood_log(faults: int = 12, failures: int = 12_000) -> list[dict]:
+    """build_log's run where, after `faults` more chaos actions (13 in all with its partition) and
+    broker-b-0's removal, every send fails: far more records than the event log's window holds."""
+    log = [r for r in build_log() if r["t"] <= 100]
+    for i in range(faults):
+        log.append({"t": 100.0 + i, "node": "lab", "kind": "chaos.fault", "source": "tui", "verb": "freeze",
+                    "nodes": ["broker-b-0"]})
+    log.append({"t": 114.0, "node": "ns-0", "kind": "ns.remove", "broker_addr": BROKERS["broker-b-0"],
+                "reason": "channel_closed", "detail": "connection reset by peer", "broker_name": "broker-b",
+                "broker_id": 0, "cluster": "DefaultCluster", "broker_name_removed": True, "removed_topics": []})
+    for i in range(failures):
+        t = 115.0 + i / 100
+        log.append({"t": t, "node": f"producer-{i % 2}", "kind": "producer.failed", "msg_id": f"F{i}",
+                    "topic": "TopicOrder", "attempts": 3, "error": "RemotingConnectException"})
+    return log
+
+
+def replay_of(records: list[dict], at: float | None = None) -> LabApp:
+    source = Replay(records)
+    if at is not None:
+        source.jump(at)
+    return LabApp(source)

@@ -8,6 +8,8 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label
 
+from ..widgets.key_bar import KeyBar
+
 
 class AskScreen(ModalScreen[str | None]):
     BINDINGS = [Binding("escape", "dismiss(None)", "Cancel", id="dialog.cancel")]
@@ -21,6 +23,7 @@ class AskScreen(ModalScreen[str | None]):
         with Vertical(classes="dialog"):
             yield Label(self.question, classes="dialog-title")
             yield Input(placeholder=self.placeholder)
+        yield KeyBar()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         self.dismiss(event.value.strip() or None)

@@ -8,6 +8,8 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Markdown
 
+from ..widgets.key_bar import KeyBar
+
 HELP = """\
 # nslab — what you are looking at
 
@@ -38,15 +40,25 @@ one this NameServer lacks while another holds it.
 
 ## Brokers and clients
 
-- **Brokers**: role, state (up / killed / frozen / cut off), the last registration result with
-  each NameServer and how long ago, write permission (and where it was wiped), stored messages.
+- **Brokers**: role, state (up / killed / frozen / cut off), whether each NameServer **holds** it
+  now, or removed it (how long ago, and why: expired, channel_closed, unregistered), or never had
+  it (**not here**); a failed registration with its full reason; the group's write permission —
+  **r-** (read only) and a group with no live master (**write-less**) stand out from **rw** — and
+  stored messages.
 - **Clients**: the NameServer each uses, the age of its last route from a NameServer, **cache**
-  when its last fetch failed and it runs on its cached route, sends ok / failed / retried, the
-  brokers its sends recently failed on (avoided), and consumer lag. The sparklines are send
-  attempts per second: ok above, failed below.
-- **Events**: the event log, coloured by kind; chaos actions marked ⚡. Type in the filter to see
-  any record (sends, consumes, route fetches are hidden otherwise).
-- **Checks**: a scenario's expectations, pending until decided, then held ✓ or failed ✗.
+  when its last fetch failed and it runs on its cached route, **messages** acknowledged / failed
+  (after every attempt), retries, the brokers its sends recently failed on (avoided), and
+  consumer lag; a crashed client is listed last with its error. Below: messages per second,
+  acknowledged and failed, on **one scale** (every send failing looks nothing like a healthy
+  cluster), and the current rates: `ok 10/s · failed 10/s · 50 %`.
+- **Events**: the **story** on top — chaos actions, removals (with the broker's name and the
+  reason), first registrations, clients on cached routes and back, crashes, check results: kept
+  for the whole run. Under it the event log, coloured by kind, chaos actions marked ◆, repeats
+  collapsed (`producer.failed ×120`). Type in the filter to search every record kept (sends,
+  consumes, route fetches are hidden otherwise).
+- **Checks**: the scenario as a lesson: what it teaches, its timeline (┃ a fault, ▲ now), the
+  phase under way, each expectation pending …, held ✓ or failed ✗, and the verdict.
+- A row that vanished from a NameServer's table stays a few seconds, struck through and dimmed.
 
 ## Keys
 
@@ -62,8 +74,9 @@ one this NameServer lacks while another holds it.
 | n / N | take NameServers down / bring them up |
 | w / W | wipe / add a broker group's write permission |
 | c g | start a new client, grow a broker's topic table |
-| 1 2 3 4 | brokers, clients, events, checks |
-| / | filter the event log |
+| 1 2 3 4 | brokers, clients, events, checks (also after Tab out of the filter) |
+| / | filter the event log; escape or Tab leaves it |
+| tab | move between the panels, the filter and the log |
 | ctrl+p | the command palette: every action by name |
 | q | quit: every node stopped cleanly |
 
@@ -77,3 +90,4 @@ class HelpScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with VerticalScroll(classes="dialog help"):
             yield Markdown(HELP)
+        yield KeyBar()

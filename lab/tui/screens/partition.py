@@ -8,6 +8,8 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Label, SelectionList
 
+from ..widgets.key_bar import KeyBar
+
 
 class PartitionScreen(ModalScreen[list[list[str]] | None]):
     BINDINGS = [
@@ -24,6 +26,7 @@ class PartitionScreen(ModalScreen[list[list[str]] | None]):
             yield Label("Partition: tick one side (space); the rest is the other side", classes="dialog-title")
             yield SelectionList(*((label, name) for name, label in self.nodes))
             yield Label("space ticks · enter cuts · esc cancels", classes="dialog-hint")
+        yield KeyBar()
 
     def action_cut(self) -> None:
         side = list(self.query_one(SelectionList).selected)

@@ -9,6 +9,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Label, OptionList
 from textual.widgets.option_list import Option
 
+from ..widgets.key_bar import KeyBar
+
 
 class PickScreen(ModalScreen[str | None]):
     """Dismisses with the chosen option's id (its word), or None on escape."""
@@ -25,6 +27,7 @@ class PickScreen(ModalScreen[str | None]):
             yield Label(self.title_text, classes="dialog-title")
             yield OptionList(*(Option(label, id=word) for word, label in self.choices))
             yield Label("enter picks · esc cancels", classes="dialog-hint")
+        yield KeyBar()
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         self.dismiss(event.option.id)

@@ -1,44 +1,80 @@
-"""Clients: the NameServer each uses, its route's age and source, sends, avoided brokers and
-consumer lag; sparklines of send attempts per second, ok against failed."""
+"""Clients: the NameServer each uses, its route's age and source, messages sent, avoided brokers
+and consumer lag; crashed clients below the live ones, with why. Under them, messages per second,
+acknowledged and failed, on one scale, and the current rates as numbers."""
 
 from __future__ import annotations
 
 from textual.app import ComposeResult
-from textual.containers import Horizontal, Vertical
-from textual.widgets import Label, Sparkline
+from textual.containers import Vertical
+from textual.content import Content
+from textual.widgets import Static
 
-from ..model import LabModel
+from ..errors import readable
+from ..health import bars, rate, rates_text, shared_top
+from ..model import SPARK_SECONDS, LabModel
 from .brokers import state_cell
 from .line_table import LineTable
 
 SOURCE = {"nameserver": ("ns", "green"), "cache": ("CACHE", "bold yellow"), None: ("no route", "bold red")}
+COLUMNS = ("client", "state", "ns", "route", "from", "msgs ok/failed", "retries", "avoids", "consumed", "lag")
+LABEL = 11  # cells of a sparkline's label
+
+
+class Health(Static):
+    """Three lines: the rates, then acknowledged and failed messages per second on one scale."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self._shown: tuple = ()
+        self.model: LabModel | None = None
+
+    def on_resize(self) -> None:  # the sparklines are as wide as the widget: drawn again at once
+        if self.model is not None:
+            self.show(self.model)
+
+    def show(self, model: LabModel) -> None:
+        self.model = model
+        width = max(10, (self.size.width or self.app.size.width) - LABEL - 1)
+        ok, failed = model.send_rates(min(SPARK_SECONDS, width))
+        shown = (ok, failed, width)
+        if shown == self._shown:
+            return
+        self._shown = shown
+        top = shared_top(ok, failed)
+        self.update(Content("\n").join([
+            Content.assemble(("msgs/s".ljust(LABEL), "bold"), rates_text(rate(ok), rate(failed)),
+                             (f"   scale 0–{top}/s, last {len(ok)} s", "$text-muted")),
+            Content.assemble(("ok".ljust(LABEL), "$text-muted"), (bars(ok, top), "$success")),
+            Content.assemble(("failed".ljust(LABEL), "$text-muted"), (bars(failed, top), "$error")),
+        ]))
+
+
+def client_rows(model: LabModel) -> list[tuple]:
+    """Live clients first; a crashed one is listed after them, dimmed, with its real error."""
+    live, crashed = [], []
+    for name, client in model.clients.items():
+        node = model.nodes[name]
+        if node.state == "crashed":
+            crashed.append((name, ("crashed", "bold red"), "", "", "", "", "", (readable(node.error), "red"), "", ""))
+            continue
+        route = f"{model.now - client.route_t:.0f}s" if client.route_t is not None else "-"
+        if client.role == "producer":
+            sends, retries = f"{client.ok:,}/{client.failed:,}", f"{client.retried:,}"
+            consumed = lag = ""
+        else:
+            sends = retries = ""
+            consumed, lag = f"{client.consumed:,}", f"{model.lag(name):,}"
+        live.append((name, state_cell(node.shown_state), client.nameserver or "-", route,
+                     SOURCE.get(client.route_source, SOURCE[None]), sends, retries,
+                     ", ".join(model.avoided(name)), consumed, lag))
+    return live + crashed
 
 
 class ClientsView(Vertical):
     def compose(self) -> ComposeResult:
         yield LineTable()
-        with Horizontal(classes="spark-row"):
-            yield Label("ok/s    ", classes="spark-label")
-            yield Sparkline([], id="spark-ok")
-        with Horizontal(classes="spark-row"):
-            yield Label("failed/s", classes="spark-label")
-            yield Sparkline([], id="spark-failed")
+        yield Health()
 
     def show(self, model: LabModel) -> None:
-        rows = []
-        for name, client in model.clients.items():
-            node = model.nodes[name]
-            route = f"{model.now - client.route_t:.0f}s" if client.route_t is not None else "-"
-            if client.role == "producer":
-                sends = f"{client.ok:,}/{client.failed:,}/{client.retried:,}"
-                consumed = lag = ""
-            else:
-                sends, consumed, lag = "", f"{client.consumed:,}", f"{model.lag(name):,}"
-            rows.append((name, state_cell(node.shown_state), client.nameserver or "-", route,
-                         SOURCE.get(client.route_source, SOURCE[None]), sends,
-                         ", ".join(model.avoided(name)), consumed, lag))
-        self.query_one(LineTable).show_rows(
-            ("client", "state", "ns", "route", "from", "ok/failed/retried", "avoids", "consumed", "lag"), rows)
-        for spark, data in zip(self.query(Sparkline), model.send_rates()):
-            if spark.data != data:
-                spark.data = data
+        self.query_one(LineTable).show_rows(COLUMNS, client_rows(model))
+        self.query_one(Health).show(model)

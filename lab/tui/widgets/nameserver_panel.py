@@ -8,6 +8,7 @@ from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from ..membership import perm_text
 from ..model import TABLES, LabModel
 from .lines import Piece, fit
 
@@ -21,8 +22,23 @@ MARK = Style(bold=True, color="yellow", bgcolor="#5f1f1f")
 GREEN, YELLOW, RED = Style(color="green"), Style(color="yellow"), Style(color="red")
 
 
-def perm_text(perm: int) -> str:
-    return ("r" if perm & 4 else "-") + ("w" if perm & 2 else "-")
+PERM = {"rw": DIM, "r-": Style(bold=True, color="yellow"), "-w": Style(bold=True, color="yellow"),
+        "--": Style(bold=True, color="red")}
+GONE = Style(dim=True, strike=True)
+
+
+def legend(wide: bool, expiry: float) -> str:
+    """brokerLiveTable's columns, said on its title line."""
+    return f"{'addr · node' if wide else 'node'} · heartbeat age of {expiry:.0f} s"
+
+
+def marked(pieces: list[Piece], width: int, tail: str) -> tuple[list[Piece], Piece | None]:
+    """A diverged row: `≠` in its indent, and how long at the right only where the row leaves room
+    — the mark never covers the data it flags."""
+    text, style = pieces[0]
+    out = [("≠", MARK), (text[1:] if text.startswith(" ") else " " + text, style), *pieces[1:]]
+    used = sum(len(t) for t, _ in out)
+    return out, ((tail, MARK) if used + len(tail) <= width else None)
 
 
 class NameServerPanel(ScrollView, can_focus=True):
@@ -39,7 +55,8 @@ class NameServerPanel(ScrollView, can_focus=True):
     def show(self, model: LabModel) -> None:
         view = model.nodes[self.nameserver]
         self._live, self._base = view.state == "up", self.rich_style
-        built = (model, model.tables_version, self.size.width, self._live, self._base)
+        traces = tuple(model.traces(self.nameserver))
+        built = (model, model.tables_version, self.size.width, self._live, self._base, traces)
         if self._built != built:
             self._built, self._drawn = built, {}
             self.model, self.rows = model, self._rows(model)
@@ -71,11 +88,13 @@ class NameServerPanel(ScrollView, can_focus=True):
 
     def _rows(self, model: LabModel) -> list[tuple[str, str | None]]:
         tables = model.nameservers[self.nameserver].tables
+        traces = model.traces(self.nameserver)
         rows: list[tuple[str, str | None]] = []
         for table in TABLES:
             keys = set(tables[table])
             if self._live:  # rows another NameServer holds and this one lacks
                 keys.update(k for t, k in model.diverged if t == table)
+            keys.update(k for t, k in traces if t == table)  # rows just gone: a dimmed trace
             rows.append((table, None))
             rows.extend((table, key) for key in sorted(keys))
         return rows
@@ -87,13 +106,22 @@ class NameServerPanel(ScrollView, can_focus=True):
         table, key = self.rows[index]
         tables = self.model.nameservers[self.nameserver].tables
         if key is None:
-            return fit([(f"{table} ({len(tables[table])})", TITLE)], width, self._base)
+            title = [(f"{table} ({len(tables[table])})", TITLE)]
+            if table == "brokerLiveTable":  # its columns need saying: one line, no room lost
+                title.append(("  " + legend(width >= WIDE, self.model.expiry), DIM))
+            return fit(title, width, self._base)
         value = tables[table].get(key)
-        pieces = [(f"  {key}  — not here", ABSENT)] if value is None else getattr(self, f"_{table}")(key, value)
+        if value is None:
+            gone = self.model.traces(self.nameserver).get((table, key))
+            pieces = [(f"  {key}  — gone {self.model.now - gone:.0f} s ago", GONE)] if gone is not None \
+                and (table, key) not in self.model.diverged else [(f"  {key}  — not here", ABSENT)]
+        else:
+            pieces = getattr(self, f"_{table}")(key, value)
         since = self.model.diverged.get((table, key)) if self._live else None
         if since is None:
             return fit(pieces, width, self._base)
-        return fit(pieces, width, self._base + DIVERGED, (f" ≠{self.model.now - since:.0f}s ", MARK))
+        pieces, tail = marked(pieces, width, f" ≠{self.model.now - since:.0f}s ")
+        return fit(pieces, width, self._base + DIVERGED, tail)
 
     # --- one formatter per table, named after it ---------------------------------------------------
 
@@ -118,8 +146,11 @@ class NameServerPanel(ScrollView, can_focus=True):
         return [(f"  {cluster:<15} {', '.join(sorted(names))}", None)]
 
     def _topicQueueTable(self, topic: str, queues: dict) -> list[Piece]:
-        data = "  ".join(f"{b} {q[0]}/{q[1]} {perm_text(q[2])}" for b, q in sorted(queues.items()))
-        return [(f"  {topic:<20} ", None), (data, DIM)]
+        pieces: list[Piece] = [(f"  {topic:<20} ", None)]
+        for b, q in sorted(queues.items()):
+            perm = perm_text(q[2])
+            pieces += [(f"{b} {q[0]}/{q[1]} ", DIM), (perm, PERM.get(perm, DIM)), ("  ", None)]
+        return pieces
 
     def _filterServerTable(self, addr: str, servers: list) -> list[Piece]:
         return [(f"  {addr:<16} {', '.join(servers)}", None)]

@@ -1,10 +1,12 @@
-"""The header: run time, speed, running or paused, mode, seed and NAMESRV_ADDR."""
+"""The header: run time, speed, running / paused / ended, mode, scenario, NAMESRV_ADDR and seed —
+on a second line when one is too narrow, NAMESRV_ADDR never cut."""
 
 from __future__ import annotations
 
 from textual.content import Content
 from textual.widget import Widget
 
+from ..header import header_lines
 from ..source import Source
 
 
@@ -16,7 +18,7 @@ class StatusBar(Widget):
     def render(self) -> Content:
         return self.content
 
-    def show(self, source: Source, note: str = "") -> None:
+    def show(self, source: Source, note: str = "", ended: bool = False) -> None:
         model = source.model
         run = model.run
         t = f"{model.now:.1f}s"
@@ -25,14 +27,18 @@ class StatusBar(Widget):
             state, mode = "playing" if not source.paused else "paused", f"replay of {run.get('mode', '?')}"
         else:
             state, mode = "running" if not source.paused else "paused", source.mode
-        if model.ended:
+        if model.ended or ended:
             state = "ended"
+        state = source.state or state
         scenario = f" │ scenario {run['scenario']}" if run.get("scenario") else ""
-        content = Content.assemble(
-            (" nslab ", "bold reverse"), " ", (t, "bold"), f"  speed {source.speed:g}  ",
-            (note or state, "bold $warning" if source.paused or note else "bold $success"),
-            f" │ {mode}{scenario} │ NAMESRV_ADDR={model.namesrv_addr() or '…'} │ seed {run.get('seed', '?')}",
-        )
-        if content.plain != self.content.plain:  # a repaint, never a new layout: it is one line
+        status = [(" nslab ", "bold reverse"), (" ", ""), (t, "bold"), (f"  speed {source.speed:g}  ", ""),
+                  (note or state, "bold $warning" if source.paused or note or state == "ended" else "bold $success"),
+                  (f" │ {mode}{scenario}", "")]
+        lines = header_lines(status, model.namesrv_addr() or "…", str(run.get("seed", "?")),
+                             self.size.width or self.app.size.width)  # not laid out yet: the screen's
+        content = Content("\n").join(Content.assemble(*line) for line in lines)
+        if content.plain != self.content.plain:  # a repaint; a new layout only when the lines do
             self.content = content
+            if self.styles.height is None or self.styles.height.value != len(lines):
+                self.styles.height = len(lines)
             self.refresh()

@@ -1,0 +1,85 @@
+"""The story of a run, one line per turn: chaos actions, NameServers dropping brokers (by node name,
+with the reason), first registrations, clients falling back to cached routes and back, crashes and
+check results. A teacher points at these; floods of sends must never push them out, so the model
+keeps them all (a run has tens of them, not thousands)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from .errors import readable
+
+if TYPE_CHECKING:
+    from .model import LabModel
+
+
+@dataclass(frozen=True)
+class StoryLine:
+    t: float
+    tag: str  # chaos | remove | join | cache | route | crash | ok | failed | unjudged | drain
+    text: str
+
+
+# Kinds kept for the whole run whatever floods the log (besides a broker's first registration).
+IMPORTANT = frozenset({"run.start", "run.drain", "run.end", "node.start", "node.stop", "chaos.fault",
+                       "check.result", "ns.remove", "ns.perm", "client.start", "client.ns_switch"})
+
+
+def important(record: dict) -> bool:
+    """Kept beyond any cap of the event log: the records the story is made of."""
+    kind = record["kind"]
+    return kind in IMPORTANT or (kind == "ns.register" and bool(record.get("first")))
+
+
+def story_line(model: LabModel, r: dict) -> StoryLine | None:
+    """The story's line for a record, or None. Called before the model takes the record in, so a
+    client's route source can be compared with the one before."""
+    kind, t, node = r["kind"], r["t"], r["node"]
+    if kind == "chaos.fault":
+        return StoryLine(t, "chaos", f"{_fault(r)}  (from {r.get('source', '?')})")
+    if kind == "ns.remove":
+        broker = model.node_at(r.get("broker_addr"))
+        why = r.get("reason", "removed") + (f": {r['detail']}" if r.get("detail") else "")
+        return StoryLine(t, "remove", f"{node} removed {broker} ({why})")
+    if kind == "ns.register" and r.get("first"):
+        return StoryLine(t, "join", f"{node} registered {model.node_at(r.get('broker_addr'))} (first time)")
+    if kind == "client.route":
+        client = model.clients.get(node)
+        before = client.route_source if client is not None else "nameserver"
+        after = r.get("source")
+        first = client is None or (before is None and client.route_t is None)
+        if after == before or (first and after == "nameserver"):  # the first route is no news
+            return None
+        if after == "cache":
+            return StoryLine(t, "cache", f"{node} runs on its cached route ({model.node_at(r.get('ns'))} failed)")
+        if after is None:
+            return StoryLine(t, "cache", f"{node} has no route for {r.get('topic')}")
+        return StoryLine(t, "route", f"{node} routes from {model.node_at(r.get('ns'))} again")
+    if kind == "node.stop" and r.get("state") == "crashed":
+        return StoryLine(t, "crash", f"{node} crashed: {readable(r.get('error'))}")
+    if kind == "client.start" and not r.get("ok", True):
+        view = model.nodes.get(node)
+        error = view.error if view is not None and view.error else r.get("error")
+        return StoryLine(t, "crash", f"{node} could not start: {readable(error)}")
+    if kind == "check.result":
+        status = r.get("status") or ("ok" if r.get("ok") else "failed")
+        word = {"ok": "held", "failed": "FAILED", "unjudged": "could not be judged"}.get(status, status)
+        detail = f" — {r['detail']}" if r.get("detail") else ""
+        return StoryLine(t, status, f"check {word}: {r['name']}{detail}")
+    if kind == "run.drain":
+        return StoryLine(t, "drain", "the timeline ended: producers stop, consumers catch up")
+    return None
+
+
+def _fault(r: dict) -> str:
+    verb = r.get("verb", "?")
+    if r.get("groups"):
+        sep = " -> " if r.get("one_way") else " / "
+        return f"{verb} " + sep.join(",".join(g) for g in r["groups"])
+    words = [verb, *r.get("nodes", [])]
+    if r.get("toxic"):
+        words.append(str(r["toxic"]))
+    if r.get("count"):
+        words.append(f"count={r['count']}")
+    return " ".join(words)
