@@ -19,6 +19,7 @@ from nameserver import cli as nameserver_cli
 from .control import live
 from .config import ConfigError, load_config
 from .control.faults import LabControl, vocabulary
+from .control.feed import EventFeed
 from .events import read_events
 from .run.runner import RunOptions, deterministic_scheduling, make_clock, run_cluster
 from .tui import launch
@@ -92,6 +93,33 @@ def build_parser() -> argparse.ArgumentParser:
     chaos.add_argument("--lab", metavar="PID", help="which lab, when several run")
     chaos.add_argument("words", nargs=argparse.REMAINDER, metavar="VERB ...")
     chaos.set_defaults(run=run_chaos)
+
+    at = sub.add_parser("attach", help="open the terminal UI on a lab another process runs", description=(
+        "Open the terminal UI on a lab running on this machine (`nslab up`, `nslab up --headless`, "
+        "`nslab serve`): it catches up with the run so far, then follows it live. The chaos keys act on "
+        "that lab, as `nslab chaos` does; its time is its own (no pause or speed here), and q leaves the "
+        "lab running."))
+    at.add_argument("--lab", metavar="PID", help="which lab, when several run")
+    at.add_argument("--read-only", action="store_true", help="watch only: the chaos keys are hidden")
+    at.set_defaults(run=run_attach)
+
+    sv = sub.add_parser("serve", help="run a lab and serve its UI to browsers (a classroom)", description=(
+        "Run one lab (headless, as `nslab up --headless` with the options below, at speed 4 unless --speed) "
+        "and serve its terminal UI "
+        "over HTTP: each browser tab gets its own view of that same lab. The first line printed is the "
+        "teacher's URL, whose tab drives the lab; the next is the viewers' URL, whose tabs watch. Nothing "
+        "is fetched from the internet. Loopback only unless --host; on any other address every URL "
+        "carries a token."))
+    sv.add_argument("--host", default="127.0.0.1", help="address to listen on (default %(default)s; "
+                                                         "0.0.0.0 for the room)")
+    sv.add_argument("--port", type=int, default=8000, help="port (default %(default)s; 0 picks a free one)")
+    sv.add_argument("--allow-control", action="store_true", help="viewers may drive the lab too")
+    sv.add_argument("--config", type=Path, metavar="FILE", help="cluster configuration (TOML)")
+    sv.add_argument("--sim", action="store_true", help="simulated network and virtual time")
+    sv.add_argument("--processes", action="store_true", help="each NameServer and broker as its own process")
+    sv.add_argument("--duration", type=nameserver_cli.duration, metavar="D", help="stop the lab after D")
+    _run_options(sv)
+    sv.set_defaults(run=run_serve)
     add_pipeline_commands(sub)
     add_workshop_commands(sub)
     return parser
@@ -156,7 +184,7 @@ def run_up(args: argparse.Namespace) -> int:
             if options.run_dir is not None and not options.sim:
                 print(f"run_dir={options.run_dir} (kept)", flush=True)
             server = live.ControlServer(cluster, LabControl(cluster, nursery),
-                                        {"mode": mode, "seed": options.seed, "namesrv_addr": addrs})
+                                        {"mode": mode, "seed": options.seed, "namesrv_addr": addrs}, feed)
             async with trio.open_nursery() as control:
                 await control.start(server.serve)
                 with trio.move_on_after(options.duration if options.duration is not None else math.inf):
@@ -170,11 +198,16 @@ def run_up(args: argparse.Namespace) -> int:
                         stop.set()  # graceful: brokers unregister, the log is flushed
                         return
                 nursery.start_soon(until_signal)
-                result = await run_cluster(config, options, driver=drive)
+                try:
+                    result = await run_cluster(config, options, driver=drive, subscribers=[feed.record])
+                finally:
+                    feed.close()  # after run.end: viewers get the whole run
                 print(f"ran {result.virtual_seconds:.1f} virtual s in {result.wall_seconds:.2f} wall s, "
                       f"{result.event_count} events, sha256 {result.event_log_sha256}", flush=True)
                 nursery.cancel_scope.cancel()
 
+    feed = EventFeed(live.events_path())  # every record from the first, for `nslab attach`
+    feed.start()
     trio.run(main, clock=make_clock(options))
     return 0
 
@@ -278,7 +311,29 @@ def run_chaos(args: argparse.Namespace) -> int:
         extra = "".join(f"  {k}={','.join(v) if isinstance(v, list) else v}" for k, v in row.items()
                         if k not in ("node", "role", "state", "address"))
         print(f"  {row['node']:<12} {row['role']:<10} {row['state']:<10} {row['address'] or '-':<22}{extra}")
+    if viewers := reply.get("viewers"):  # `nslab attach` views and browser tabs on this lab
+        print(f"viewers: {viewers['attached']} attached"
+              + "".join(f"\n  dropped: {why}" for why in viewers["dropped"])
+              + "".join(f"\n  error: {why}" for why in viewers["errors"]))
     return 0 if reply["ok"] else 2
+
+
+# --- nslab attach / serve -------------------------------------------------------------------------
+
+def run_attach(args: argparse.Namespace) -> int:
+    try:
+        info = live.pick_lab(args.lab)
+    except live.LiveError as e:
+        return _fail("attach", e)
+    if "events" not in info:
+        return _fail("attach", f"lab {info['pid']} streams no events (an older nslab): restart it")
+    return launch.run_attach(info, control=not args.read_only)
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    from . import serve
+
+    return serve.main(args)
 
 
 def main(argv: list[str] | None = None) -> int:

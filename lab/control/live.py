@@ -4,7 +4,8 @@ another terminal.
 Where: $XDG_RUNTIME_DIR/nslab (or /tmp/nslab-<uid>), mode 0700 — per user, never beyond the
 machine. Each lab writes `<pid>.sock` and `<pid>.json` (what it is, NAMESRV_ADDR) and removes them
 when it stops. The protocol is one JSON line each way: {"words": [...]} ->
-{"ok": bool, "message": str, "status": [...]}.
+{"ok": bool, "message": str, "status": [...]}. Beside them `<pid>.events` streams the lab's records
+to viewers (feed.py: `nslab attach`), named in the info as "events".
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from chaos.faults import FaultError
 from lab.run.cluster import Cluster
 from lab.run.supervisor import StartError
 from .faults import LabControl, vocabulary
+from .feed import EventFeed
 
 MAX_REQUEST = 64 * 1024
 
@@ -67,9 +69,17 @@ def status(cluster: Cluster) -> list[dict]:
     return rows
 
 
+def events_path() -> Path:
+    """Where this process's lab streams its records (feed.py)."""
+    return runtime_dir() / f"{os.getpid()}.events"
+
+
 class ControlServer:
-    def __init__(self, cluster: Cluster | None, control: LabControl, info: dict):
-        self.cluster, self.control, self.info = cluster, control, info
+    def __init__(self, cluster: Cluster | None, control: LabControl, info: dict, feed: EventFeed | None = None):
+        """feed: the lab's event stream, when it offers one; its owner starts and closes it (it
+        outlives this server: the run's last records, after control stops, still reach viewers)."""
+        self.cluster, self.control, self.feed = cluster, control, feed
+        self.info = {**info, "events": str(feed.path)} if feed is not None else info
         self.vocabulary = vocabulary()
         directory = runtime_dir()
         self.socket_path = directory / f"{os.getpid()}.sock"
@@ -117,8 +127,12 @@ class ControlServer:
         except (ValueError, KeyError, TypeError):
             return {"ok": False, "message": 'bad request: send {"words": ["kill", "broker-a-0"]}'}
         if words[:1] == ["status"]:
-            return {"ok": True, "message": f"NAMESRV_ADDR={';'.join(self.cluster.namesrv_addrs)}",
-                    "status": status(self.cluster)}
+            reply = {"ok": True, "message": f"NAMESRV_ADDR={';'.join(self.cluster.namesrv_addrs)}",
+                     "status": status(self.cluster)}
+            if self.feed is not None:
+                reply["viewers"] = {"attached": self.feed.viewers, "dropped": self.feed.dropped[-5:],
+                                    "errors": self.feed.errors[-5:]}
+            return reply
         try:
             fault = self.vocabulary.parse_words(words)
             message = await self.control.apply(fault, source="control")
@@ -127,20 +141,27 @@ class ControlServer:
         return {"ok": True, "message": message}
 
 
-def send(words: list[str], lab: str | None = None, timeout: float = 30.0) -> dict:
-    """The client side, for `nslab chaos`: plain blocking sockets, no trio needed."""
+def pick_lab(lab: str | None = None) -> dict:
+    """The info of the lab `--lab PID` names, or of the only one running."""
     labs = running_labs()
     if lab is not None:
-        labs = [info for info in labs if str(info["pid"]) == lab]
+        labs = [info for info in labs if str(info["pid"]) == str(lab)]
         if not labs:
             raise LiveError(f"no running lab {lab!r}" + _listing())
     elif not labs:
         raise LiveError("no running lab found: start one with `nslab up` (or `nslab up --headless`)")
     elif len(labs) > 1:
         raise LiveError("several labs are running; pick one with --lab PID:" + _listing())
+    return labs[0]
+
+
+def send(words: list[str], lab: str | dict | None = None, timeout: float = 30.0) -> dict:
+    """The client side, for `nslab chaos` and an attached view: plain blocking sockets, no trio
+    needed. lab: a PID, a lab's info (pick_lab), or None for the only one."""
+    info = lab if isinstance(lab, dict) else pick_lab(lab)
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         sock.settimeout(timeout)
-        sock.connect(labs[0]["socket"])
+        sock.connect(info["socket"])
         sock.sendall(json.dumps({"words": words}).encode() + b"\n")
         data = b""
         while not data.endswith(b"\n"):

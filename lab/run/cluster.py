@@ -35,7 +35,7 @@ from .fake_data import Bodies
 from lab.broker.store import MessageStore
 from .nstables import snapshot
 from lab.remoting.channels import Node
-from .supervisor import NodeHandle, Supervisor
+from .supervisor import NodeHandle, Supervisor, describe
 from .topology import Topology, plan
 
 
@@ -169,7 +169,7 @@ class Cluster:
         try:
             await self.supervisor.start(name)
         except Exception as e:  # e.g. every NameServer down: a new client cannot start
-            return name, str(e)
+            return name, describe(e)  # the cause, not "Exceptions from Trio nursery"
         return name, None
 
     # --- nodes as processes (nslab up --processes) -------------------------------------------------

@@ -35,6 +35,7 @@ from chaos.faults import Fault, FaultError
 from lab.control import live
 from ..config import LabConfig
 from lab.control.faults import vocabulary
+from lab.control.feed import EventFeed
 from lab.run.runner import RunOptions, deterministic_scheduling, make_clock, run_cluster
 from lab.control.scenarios import Play, live_play
 from .source import STEP, Source
@@ -78,17 +79,25 @@ class LiveLab(Source):
         self._token = trio.lowlevel.current_trio_token()
         # `nslab chaos` is served from before the cluster starts: its tasks then sit waiting for a
         # connection and never share a batch of the run's, whose order stays the seed's alone.
-        server = live.ControlServer(None, _InjectingControl(self.play), {"mode": self.mode, "seed": self.options.seed})
-        async with trio.open_nursery() as nursery:
-            await nursery.start(server.serve)
+        # Its records stream to `nslab attach` from threads of the feed's own (feed.py).
+        feed = EventFeed(live.events_path())
+        feed.start()
+        server = live.ControlServer(None, _InjectingControl(self.play), {"mode": self.mode, "seed": self.options.seed},
+                                    feed)
+        try:
+            async with trio.open_nursery() as nursery:
+                await nursery.start(server.serve)
 
-            async def drive(cluster, events, cluster_nursery: trio.Nursery) -> None:
-                server.attach(cluster)
-                await self.play.driver(cluster, events, cluster_nursery)
+                async def drive(cluster, events, cluster_nursery: trio.Nursery) -> None:
+                    server.attach(cluster)
+                    await self.play.driver(cluster, events, cluster_nursery)
 
-            await run_cluster(self.config, self.options, driver=drive,
-                              subscribers=[self._record, *self.play.subscribers], scenario=self.scenario)
-            nursery.cancel_scope.cancel()
+                await run_cluster(self.config, self.options, driver=drive,
+                                  subscribers=[self._record, feed.record, *self.play.subscribers],
+                                  scenario=self.scenario)
+                nursery.cancel_scope.cancel()
+        finally:
+            feed.close()
 
     def _shutdown(self) -> None:
         self.clock.rate = math.inf if self.options.sim else max(self.speed, 1.0)  # the drain, at once

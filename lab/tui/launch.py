@@ -1,5 +1,5 @@
-"""Opening the Textual lab: a live cluster (`nslab`, `nslab up`, `nslab workshop up`) or a recorded run
-(`nslab replay`). Textual is imported here only when a screen opens: headless runs need not pay for it."""
+"""Opening the Textual lab: a live cluster (`nslab`, `nslab up`, `nslab workshop up`), a recorded run
+(`nslab replay`) or a lab another process runs (`nslab attach`). Textual is imported here only when a screen opens: headless runs need not pay for it."""
 
 from __future__ import annotations
 
@@ -26,5 +26,17 @@ def run_replay(records: list[dict], speed: float) -> int:
     from .responsive import Responsive
 
     app = LabApp(Replay(records, speed=speed), Responsive())
+    app.run()
+    return app.return_code or 0
+
+
+def run_attach(info: dict, control: bool) -> int:
+    """A lab another process runs (its info from lab.control.live.pick_lab), on screen until the
+    user quits; the lab runs on."""
+    from .app import LabApp
+    from .attach import AttachedLab
+    from .responsive import Responsive
+
+    app = LabApp(AttachedLab(info, control=control), Responsive())
     app.run()
     return app.return_code or 0

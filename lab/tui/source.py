@@ -14,11 +14,18 @@ class Source:
     can_step = False
     mode = ""
     scenario: str | None = None  # the scenario being played, if any
+    remote = False  # the lab runs in another process (attach.py): its clock is its own, quitting leaves it
+    gone: str | None = None  # why nothing more will come, said once on screen: the screen stays to be read
 
     def __init__(self, speed: float):
         self.model = LabModel()
         self.speed = speed
         self.paused = False
+
+    @property
+    def state(self) -> str | None:
+        """The header's word for the run when it is not simply running or paused."""
+        return None
 
     @property
     def rate(self) -> float:

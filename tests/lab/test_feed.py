@@ -1,0 +1,95 @@
+"""The live event stream (lab/control/feed.py): every record, once, in order, to each viewer; a
+viewer that stops reading costs the lab nothing and is dropped with its reason."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+
+from lab.control.feed import EventFeed
+from lab.events import pack_record, read_events
+
+
+def record(i: int, size: int = 100) -> dict:
+    return {"t": i / 10, "node": "producer-0", "kind": "producer.send", "msg_id": f"M{i}", "pad": "x" * size}
+
+
+def connect(feed: EventFeed, rcvbuf: int | None = None) -> socket.socket:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    if rcvbuf:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+    sock.connect(str(feed.path))
+    return sock
+
+
+def read_all(sock: socket.socket, into: bytearray) -> None:
+    while chunk := sock.recv(65536):
+        into += chunk
+
+
+def wait_for(predicate, what: str, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out waiting until {what}"
+        time.sleep(0.01)
+
+
+def test_a_late_viewer_gets_the_history_then_every_new_record_exactly_once(tmp_path):
+    feed = EventFeed(tmp_path / "lab.events")
+    feed.start()
+    records = [record(i) for i in range(3000)]
+    for r in records[:2000]:  # more than a history piece: the pieces and the one being filled
+        feed.record(r)
+    sock = connect(feed)
+    received = bytearray()
+    reader = threading.Thread(target=read_all, args=(sock, received))
+    reader.start()
+    wait_for(lambda: feed.viewers == 1, "the viewer is registered")
+    for r in records[2000:]:  # while it catches up
+        feed.record(r)
+    feed.close()
+    reader.join(10)
+    assert bytes(received) == b"".join(pack_record(r) for r in records)
+    assert list(read_events(bytes(received))) == records
+    assert feed.dropped == [] and feed.errors == []
+
+
+def test_a_viewer_that_stops_reading_never_slows_the_lab_and_is_dropped_with_a_reason(tmp_path):
+    feed = EventFeed(tmp_path / "lab.events", lag=2 << 20)
+    feed.start()
+    stuck = connect(feed, rcvbuf=4096)  # never reads
+    good = connect(feed)
+    received = bytearray()
+    reader = threading.Thread(target=read_all, args=(good, received))
+    reader.start()
+    wait_for(lambda: feed.viewers == 2, "both viewers are registered")
+    records = [record(i, size=400) for i in range(20_000)]  # ~8 MB: far past the stuck one's 2 MB
+    slowest = 0.0
+    for i, r in enumerate(records):
+        if i % 100 == 0:
+            time.sleep(0.002)  # a busy lab, yet one a reading viewer keeps up with
+        start = time.perf_counter()
+        feed.record(r)
+        slowest = max(slowest, time.perf_counter() - start)
+    assert slowest < 0.05, f"a record took {slowest * 1000:.0f} ms: the lab waited on a viewer"
+    assert feed.dropped == ["viewer 1 fell 2 MB behind (not reading)"]
+    feed.close()
+    reader.join(10)
+    assert list(read_events(bytes(received))) == records, "the reading viewer still got everything"
+    stuck.close()
+
+
+def test_a_viewer_that_leaves_is_let_go(tmp_path):
+    feed = EventFeed(tmp_path / "lab.events")
+    feed.start()
+    sock = connect(feed)
+    wait_for(lambda: feed.viewers == 1, "the viewer is registered")
+    sock.close()
+    deadline = time.monotonic() + 10
+    while feed.viewers and time.monotonic() < deadline:  # its sender notices on its next send
+        feed.record(record(0, size=50_000))
+        time.sleep(0.06)
+    assert feed.viewers == 0 and feed.dropped == ["viewer 1 left"]
+    feed.close()
+    assert not feed.path.exists()
