@@ -311,7 +311,8 @@ def run_chaos(args: argparse.Namespace) -> int:
         extra = "".join(f"  {k}={','.join(v) if isinstance(v, list) else v}" for k, v in row.items()
                         if k not in ("node", "role", "state", "address"))
         print(f"  {row['node']:<12} {row['role']:<10} {row['state']:<10} {row['address'] or '-':<22}{extra}")
-    if viewers := reply.get("viewers"):  # `nslab attach` views and browser tabs on this lab
+    viewers = reply.get("viewers")  # `nslab attach` views and browser tabs on this lab, when any
+    if viewers and (viewers["attached"] or viewers["dropped"] or viewers["errors"]):
         print(f"viewers: {viewers['attached']} attached"
               + "".join(f"\n  dropped: {why}" for why in viewers["dropped"])
               + "".join(f"\n  error: {why}" for why in viewers["errors"]))
@@ -331,7 +332,7 @@ def run_attach(args: argparse.Namespace) -> int:
 
 
 def run_serve(args: argparse.Namespace) -> int:
-    from . import serve
+    from .tui import serve
 
     return serve.main(args)
 

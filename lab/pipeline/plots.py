@@ -198,66 +198,60 @@ def _held_to_end(rows: list[dict]) -> list[dict]:
 
 # --- over time -------------------------------------------------------------------------------------
 
-def _availability(points, rows, windows) -> Figure | None:
-    if not rows:
-        return None
+def _per_second(points, rows, windows, ylabel: str, xlabel: str, draw) -> Figure:
+    """A panel per grid point over the run's seconds, fault windows shaded; draw(ax, data, seconds)
+    plots the point's rows, each value held for its whole second."""
     series = _by_point(rows, "second")
     fig, axes = _stacked(len(points))
     for ax, (key, name) in zip(axes, points.items()):
         data = _held_to_end(series.get(key, []))
-        seconds = [r["second"] for r in data]
+        draw(ax, data, [r["second"] for r in data])
+        _shade(ax, windows.get(key))
+        _legend(ax, **BESIDE)
+        ax.set_ylabel(ylabel)
+        _title(ax, name, key)
+    axes[-1].set_xlabel(xlabel)
+    return fig
+
+
+def _availability(points, rows, windows) -> Figure | None:
+    if not rows:
+        return None
+
+    def draw(ax, data, seconds):
         ax.fill_between(seconds, [r["min"] for r in data], [r["mean"] for r in data], step="post",
                         color="tab:blue", alpha=0.25, label="worst run")
         ax.step(seconds, [r["mean"] for r in data], where="post", color="tab:blue", label="mean of runs")
-        _shade(ax, windows.get(key))
-        _legend(ax, **BESIDE)
         ax.set_ylim(-0.05, 1.05)
-        ax.set_ylabel("share of messages acked")
-        _title(ax, name, key)
-    axes[-1].set_xlabel(TIME_AXIS + ", by each message's first attempt")
-    return fig
+    return _per_second(points, rows, windows, "share of messages acked",
+                       TIME_AXIS + ", by each message's first attempt", draw)
 
 
 def _throughput(points, rows, windows) -> Figure | None:
     if not rows:
         return None
-    series = _by_point(rows, "second")
     any_failed = any(r["failed_per_s"] for r in rows)
-    fig, axes = _stacked(len(points))
-    for ax, (key, name) in zip(axes, points.items()):
-        data = _held_to_end(series.get(key, []))
-        seconds = [r["second"] for r in data]
+
+    def draw(ax, data, seconds):
         ax.step(seconds, [r["acked_per_s"] for r in data], where="post", color="tab:blue", label="acked")
         if any_failed:  # a line flat at 0 in every panel says less than the caption's "no failures"
             ax.step(seconds, [r["failed_per_s"] for r in data], where="post", color="tab:red", label="failed")
-        _shade(ax, windows.get(key))
-        _legend(ax, **BESIDE)
         ax.set_ylim(bottom=0)
-        ax.set_ylabel("messages/s")
-        _title(ax, name, key)
-    axes[-1].set_xlabel(TIME_AXIS)
-    return fig
+    return _per_second(points, rows, windows, "messages/s", TIME_AXIS, draw)
 
 
 def _latency_over_time(points, rows, windows) -> Figure | None:
     """None when no attempt has a latency above 0 (logs that record none): a log axis needs one."""
     if not any(r["p99_s"] for r in rows):
         return None
-    series = _by_point(rows, "second")
-    fig, axes = _stacked(len(points))
-    for ax, (key, name) in zip(axes, points.items()):
-        data = _held_to_end(series.get(key, []))
-        seconds = [r["second"] for r in data]
+
+    def draw(ax, data, seconds):
         ax.step(seconds, [r["p99_s"] for r in data], where="post", color="tab:red", label="p99")
         ax.step(seconds, [r["p50_s"] for r in data], where="post", color="tab:blue", label="p50")
-        _shade(ax, windows.get(key))
         if any(r["p99_s"] for r in data):
             ax.set_yscale("log")
-        _legend(ax, **BESIDE)
-        ax.set_ylabel("send attempt latency (s)")
-        _title(ax, name, key)
-    axes[-1].set_xlabel(TIME_AXIS + ", by each attempt's start")
-    return fig
+    return _per_second(points, rows, windows, "send attempt latency (s)",
+                       TIME_AXIS + ", by each attempt's start", draw)
 
 
 # --- distributions ---------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ import pytest
 from lab_process import NSLAB, QUIET, wait_for
 
 from lab.control import live
-from lab.serve import Access, is_loopback
+from lab.tui.serve import Access, is_loopback
 
 
 def test_loopback_viewers_need_no_key_and_the_teacher_key_drives():

@@ -12,7 +12,7 @@ viewers' URL needs no key; on any other address it has a key of its own, so nobo
 watches without being given the link. The websocket only answers a page of this server (Origin),
 and on loopback only under a loopback name (Host: no DNS rebinding). Every asset is served from
 textual-serve's package (its page's one remote link, Google Fonts, is replaced by the fonts it
-ships: lab/web/app_index.html), so a room offline works.
+ships: lab/tui/web/app_index.html), so a room offline works.
 """
 
 from __future__ import annotations
