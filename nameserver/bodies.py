@@ -12,11 +12,12 @@ import re
 import struct
 import zlib
 from collections.abc import Mapping
-from typing import Iterator
+from typing import Iterable, Iterator
 
 import msgpack
 
 from .protocol import fastjson
+from .protocol.fastjson import JavaMap
 from .protocol.headers import UTF8_AS_JAVA
 from .protocol.codes import SerializeType
 from .routes import BrokerData, DataVersion, QueueData, TopicConfig, TopicRouteData
@@ -397,14 +398,17 @@ def queue_data_to_wire(qd: QueueData) -> dict:
             "topicSysFlag": qd.topic_sys_flag, "writeQueueNums": qd.write_queue_nums}
 
 
+# Java maps go out as JavaMap, in the order of the dicts given: RouteInfoManager hands them over in
+# 4.9.8's HashMap order (its java_* methods), which plain fastjson keeps and MapSortField sorts.
+
 def broker_data_to_wire(bd: BrokerData) -> dict:
-    return {"brokerAddrs": bd.broker_addrs, "brokerName": bd.broker_name, "cluster": bd.cluster}
+    return {"brokerAddrs": JavaMap(bd.broker_addrs), "brokerName": bd.broker_name, "cluster": bd.cluster}
 
 
 def route_to_wire(route: TopicRouteData) -> dict:
     return {
         "brokerDatas": [broker_data_to_wire(bd) for bd in route.broker_datas],
-        "filterServerTable": route.filter_server_table,
+        "filterServerTable": JavaMap(route.filter_server_table),
         "orderTopicConf": route.order_topic_conf,
         "queueDatas": [queue_data_to_wire(qd) for qd in route.queue_datas],
     }
@@ -435,11 +439,22 @@ def route_from_wire(obj: object) -> TopicRouteData:
 
 
 def cluster_info_to_wire(broker_addr_table: Mapping[str, BrokerData],
-                         cluster_addr_table: Mapping[str, Mapping[str, None]]) -> dict:
+                         cluster_addr_table: Mapping[str, Iterable[str]]) -> dict:
+    """ClusterInfo; pass RouteInfoManager.java_cluster_info() for 4.9.8's order."""
     return {
-        "brokerAddrTable": {n: broker_data_to_wire(bd) for n, bd in broker_addr_table.items()},
-        "clusterAddrTable": {c: list(names) for c, names in cluster_addr_table.items()},
+        "brokerAddrTable": JavaMap({n: broker_data_to_wire(bd) for n, bd in broker_addr_table.items()}),
+        "clusterAddrTable": JavaMap({c: list(names) for c, names in cluster_addr_table.items()}),
     }
+
+
+def topic_list_to_wire(topics: list[str], broker_addr: str | None = None) -> dict:
+    """TopicList; its Set<String> is a fresh HashSet, so pass the topics in its order."""
+    return {"topicList": topics, "brokerAddr": broker_addr}
+
+
+def kv_table_to_wire(table: Mapping[str, str | None]) -> dict:
+    """KVTable: the namespace's HashMap in its order; a key whose value is null goes unwritten."""
+    return {"table": JavaMap(table)}
 
 
 def cluster_info_from_wire(obj: object) -> tuple[dict[str, BrokerData], dict[str, list[str]]]:

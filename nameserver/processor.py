@@ -131,12 +131,21 @@ class DefaultRequestProcessor:
             "cluster": cluster_name, "data_version": list(parsed.data_version),
             "first": result.first, "topics_applied": result.topics_applied,
         })
+        # The namespace's KVTable, as GET_KVLIST_BY_NAMESPACE sends it; no body without the
+        # namespace. A namespace holding only null values still sends {"table":{}}.
         order_conf = self.kv.get_kv_list_by_namespace(NAMESPACE_ORDER_TOPIC_CONFIG)
         return request.response(
             ResponseCode.SUCCESS,
             ext_fields={"haServerAddr": result.ha_server_addr, "masterAddr": result.master_addr},
-            body=bodies.dump({"table": order_conf}, request.serialize_type) if order_conf is not None else None,
+            body=self._plain(bodies.kv_table_to_wire(order_conf), request) if order_conf is not None else None,
         )
+
+    @staticmethod
+    def _plain(obj: object, request: RemotingCommand) -> bytes:
+        """A body as RemotingSerializable.encode writes it: plain JSON.toJSONString, so text goes
+        out as UTF-8, unescaped, and maps in their Java order. Only route data uses the
+        browser-compatible form (see get_route_info_by_topic)."""
+        return bodies.dump(obj, request.serialize_type, standard=False)
 
     def unregister_broker(self, request: RemotingCommand, channel: object, now: float) -> RemotingCommand:
         removed = self.routes.unregister_broker(
@@ -157,7 +166,7 @@ class DefaultRequestProcessor:
         stored = self.routes.query_broker_topic_config(broker_addr)
         return request.response(
             ResponseCode.SUCCESS, ext_fields={"changed": changed},
-            body=bodies.dump(bodies.data_version_to_wire(stored), request.serialize_type) if stored else None)
+            body=self._plain(bodies.data_version_to_wire(stored), request) if stored else None)
 
     def wipe_write_perm_of_broker(self, request: RemotingCommand, channel: object, now: float) -> RemotingCommand:
         broker_name = request.require("brokerName")
@@ -206,13 +215,14 @@ class DefaultRequestProcessor:
         return body
 
     def get_broker_cluster_info(self, request: RemotingCommand, channel: object, now: float) -> RemotingCommand:
-        # Always fastjson's legacy form (unquoted brokerAddrs keys), in 4.9.8 as in 5.x.
-        info = bodies.cluster_info_to_wire(self.routes.broker_addr_table, self.routes.cluster_addr_table)
-        return request.response(ResponseCode.SUCCESS, body=bodies.dump(info, request.serialize_type, standard=False))
+        # Always fastjson's legacy form (unquoted brokerAddrs keys), in 4.9.8 as in 5.x; maps in
+        # their HashMap order.
+        info = bodies.cluster_info_to_wire(*self.routes.java_cluster_info())
+        return request.response(ResponseCode.SUCCESS, body=self._plain(info, request))
 
     def _topic_list(self, request: RemotingCommand, topics: list[str], broker_addr: str | None = None) -> RemotingCommand:
-        body = {"topicList": topics, "brokerAddr": broker_addr}
-        return request.response(ResponseCode.SUCCESS, body=bodies.dump(body, request.serialize_type))
+        body = bodies.topic_list_to_wire(topics, broker_addr)
+        return request.response(ResponseCode.SUCCESS, body=self._plain(body, request))
 
     def get_all_topic_list(self, request: RemotingCommand, channel: object, now: float) -> RemotingCommand:
         return self._topic_list(request, self.routes.get_all_topic_list())
@@ -246,7 +256,9 @@ class DefaultRequestProcessor:
         namespace, key = request.field("namespace"), request.field("key")
         if namespace is None or key is None:
             return request.response(ResponseCode.SYSTEM_ERROR, "namespace or key is null")
-        self.kv.put_kv_config(namespace, key, request.field("value") or "")
+        # A missing value is stored as Java stores it: null. GET_KV_CONFIG then answers 22, and
+        # lists, register replies and the KV file leave the key out (fastjson drops null values).
+        self.kv.put_kv_config(namespace, key, request.field("value"))
         return request.response(ResponseCode.SUCCESS)
 
     def get_kv_config(self, request: RemotingCommand, channel: object, now: float) -> RemotingCommand:
@@ -265,7 +277,7 @@ class DefaultRequestProcessor:
         table = self.kv.get_kv_list_by_namespace(namespace)
         if table is None:
             return request.response(ResponseCode.QUERY_NOT_FOUND, f"No config item, Namespace: {namespace}")
-        return request.response(ResponseCode.SUCCESS, body=bodies.dump({"table": table}, request.serialize_type))
+        return request.response(ResponseCode.SUCCESS, body=self._plain(bodies.kv_table_to_wire(table), request))
 
     def update_config(self, request: RemotingCommand, channel: object, now: float) -> RemotingCommand:
         if not request.body:

@@ -5,8 +5,12 @@ a channel is any object identifying the connection a registration arrived on.
 
 Consistency: every method runs to completion without yielding, and the trio server never awaits
 inside one, so a route read can never observe half of a registration — the role RocketMQ's
-read-write lock plays. Tables iterate in insertion order (dicts as ordered sets), never hash order,
-so a simulated run is reproducible.
+read-write lock plays.
+
+Order: the tables are dicts (insertion order; dicts as ordered sets). Where 4.9.8's HashMap order
+reaches the wire or decides an outcome (topic lists, cluster info, route lists, which cluster loses a
+broker name), the `java_*` methods derive it from the insertion order and each map's capacity
+(nameserver/java_order.py). String.hashCode is fixed, so a simulated run stays reproducible.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Mapping, NamedTuple
 
+from .java_order import DEFAULT_CAPACITY, grown_capacity, hashmap_order, hashset_order, long_hash, presized_capacity
 from .protocol.codes import FLAG_UNIT, FLAG_UNIT_SUB, PERM_READ, PERM_WRITE
 
 log = logging.getLogger("nameserver.routes")
@@ -111,6 +116,68 @@ class RouteInfoManager:
         # Bumped on every change a route or cluster read could see; lets readers cache encodings.
         self.generation = 0
         self._queue_data_pool: dict[QueueData, QueueData] = {}
+        # The Java HashMaps' table lengths, for their iteration order (java_order.py); a table never
+        # shrinks. Top level: 4.9.8's constructor sizes (topicQueueTable 1024, brokerAddrTable 128,
+        # clusterAddrTable 32, brokerLiveTable 256). Inner maps start at 16 buckets; only those that
+        # grew past it are recorded, under (kind, key): ("queues", topic), ("cluster", name),
+        # ("addrs", brokerName); an inner map's entry goes when Java drops the map.
+        self._capacity = {"topics": 1024, "brokers": 128, "clusters": 32, "live": 256}
+        self._inner_capacity: dict[tuple[str, str], int] = {}
+
+    # --- Java HashMap capacities ----------------------------------------------------------------
+
+    def _grew(self, table: str, size: int) -> None:
+        capacity = self._capacity[table]
+        if size > capacity * 3 // 4:
+            self._capacity[table] = grown_capacity(capacity, size)
+
+    def _inner_grew(self, kind: str, key: str, size: int) -> None:
+        if size > DEFAULT_CAPACITY * 3 // 4:
+            inner = (kind, key)
+            self._inner_capacity[inner] = grown_capacity(self._inner_capacity.get(inner, DEFAULT_CAPACITY), size)
+
+    def _inner_cap(self, kind: str, key: str) -> int:
+        return self._inner_capacity.get((kind, key), DEFAULT_CAPACITY)
+
+    def _inner_gone(self, kind: str, key: str) -> None:
+        self._inner_capacity.pop((kind, key), None)
+
+    # --- Java iteration orders --------------------------------------------------------------------
+
+    def java_topics(self) -> list[str]:
+        """topicQueueTable's keys as the Java HashMap iterates them."""
+        return hashmap_order(self.topic_queue_table, self._capacity["topics"])
+
+    def java_queue_brokers(self, topic: str) -> list[str]:
+        """A topic's broker names (its HashMap<brokerName, QueueData>) in Java order."""
+        return hashmap_order(self.topic_queue_table[topic], self._inner_cap("queues", topic))
+
+    def java_broker_names(self) -> list[str]:
+        return hashmap_order(self.broker_addr_table, self._capacity["brokers"])
+
+    def java_broker_ids(self, broker_name: str) -> list[int]:
+        """A BrokerData's brokerAddrs keys (HashMap<Long, String>) in Java order."""
+        return hashmap_order(self.broker_addr_table[broker_name].broker_addrs,
+                             self._inner_cap("addrs", broker_name), long_hash)
+
+    def java_clusters(self) -> list[str]:
+        return hashmap_order(self.cluster_addr_table, self._capacity["clusters"])
+
+    def java_cluster_names(self, cluster_name: str) -> list[str]:
+        """A cluster's broker names (its HashSet) in Java order."""
+        return hashmap_order(self.cluster_addr_table.get(cluster_name, {}), self._inner_cap("cluster", cluster_name))
+
+    def java_broker_data(self, broker_name: str) -> BrokerData:
+        """A BrokerData with brokerAddrs in its own Java order (as getAllClusterInfo serialises it)."""
+        bd = self.broker_addr_table[broker_name]
+        return BrokerData(bd.cluster, bd.broker_name,
+                          {i: bd.broker_addrs[i] for i in self.java_broker_ids(broker_name)})
+
+    def java_cluster_info(self) -> tuple[dict[str, BrokerData], dict[str, list[str]]]:
+        """brokerAddrTable and clusterAddrTable in Java order, for GET_BROKER_CLUSTER_INFO."""
+        brokers = {name: self.java_broker_data(name) for name in self.java_broker_names()}
+        clusters = {c: self.java_cluster_names(c) for c in self.java_clusters()}
+        return brokers, clusters
 
     # --- registration -------------------------------------------------------------------------
 
@@ -142,9 +209,12 @@ class RouteInfoManager:
         if broker_name not in names:
             names[broker_name] = None
             self.generation += 1
+            self._grew("clusters", len(self.cluster_addr_table))
+            self._inner_grew("cluster", cluster_name, len(names))
 
         if broker_data is None:
             broker_data = self.broker_addr_table[broker_name] = BrokerData(cluster_name, broker_name)
+            self._grew("brokers", len(self.broker_addr_table))
         addrs = broker_data.broker_addrs
         # One ip:port appears under one id only: a slave switched to master drops its old id.
         for other_id in [i for i, a in addrs.items() if a == broker_addr and i != broker_id]:
@@ -153,6 +223,7 @@ class RouteInfoManager:
         if addrs.get(broker_id) != broker_addr:
             addrs[broker_id] = broker_addr
             self.generation += 1
+            self._inner_grew("addrs", broker_name, len(addrs))
 
         topics_applied = False
         if topic_configs is not None:
@@ -163,6 +234,7 @@ class RouteInfoManager:
         previous = self.broker_live_table.get(broker_addr)
         self.broker_live_table[broker_addr] = BrokerLiveInfo(now, data_version, channel, ha_server_addr)
         if previous is None:
+            self._grew("live", len(self.broker_live_table))
             log.info("new broker registered, %s HAServer: %s", broker_addr, ha_server_addr)
 
         if filter_server_list is not None:
@@ -207,6 +279,9 @@ class RouteInfoManager:
                     log.info("new topic registered, %s %s", topic, queue_data)
             else:
                 queue_map[broker_name] = queue_data
+                if len(queue_map) > 12:  # past a default HashMap's threshold: note its growth
+                    self._inner_grew("queues", topic, len(queue_map))
+        self._grew("topics", len(topic_queue_table))
 
     def is_broker_topic_config_changed(self, broker_addr: str, data_version: DataVersion) -> bool:
         live = self.broker_live_table.get(broker_addr)
@@ -235,6 +310,7 @@ class RouteInfoManager:
             broker_data.broker_addrs.pop(broker_id, None)
             if not broker_data.broker_addrs:
                 del self.broker_addr_table[broker_name]
+                self._inner_gone("addrs", broker_name)
                 removed.broker_name_removed = True
         if removed.broker_name_removed:
             self._remove_from_cluster(cluster_name, broker_name)
@@ -256,8 +332,9 @@ class RouteInfoManager:
 
     def on_channel_destroy(self, channel: object, remote_addr: str) -> RemovedBroker | None:
         """A connection closed, failed or went idle: remove the broker that registered on it."""
+        live_table = self.broker_live_table
         broker_addr = next(
-            (addr for addr, live in self.broker_live_table.items() if live.channel is channel),
+            (addr for addr in hashmap_order(live_table, self._capacity["live"]) if live_table[addr].channel is channel),
             remote_addr,  # RocketMQ's fallback: the peer address, which rarely matches anything
         )
         if broker_addr not in self.broker_live_table and not self._owner_of(broker_addr):
@@ -267,9 +344,12 @@ class RouteInfoManager:
         return self._remove_broker_addr(broker_addr, "channel_closed")
 
     def _owner_of(self, broker_addr: str) -> tuple[BrokerData, int] | None:
-        for broker_data in self.broker_addr_table.values():
-            for broker_id, addr in broker_data.broker_addrs.items():
-                if addr == broker_addr:
+        """The first BrokerData holding the address, and its id there, in Java's order: 4.9.8's
+        onChannelDestroy walks brokerAddrTable, then each brokerAddrs, and stops at the first."""
+        for broker_name in self.java_broker_names():
+            broker_data = self.broker_addr_table[broker_name]
+            for broker_id in self.java_broker_ids(broker_name):
+                if broker_data.broker_addrs[broker_id] == broker_addr:
                     return broker_data, broker_id
         return None
 
@@ -285,9 +365,13 @@ class RouteInfoManager:
             removed.cluster_name = broker_data.cluster
             if not broker_data.broker_addrs:
                 del self.broker_addr_table[broker_data.broker_name]
+                self._inner_gone("addrs", broker_data.broker_name)
                 removed.broker_name_removed = True
-                for cluster_name, names in list(self.cluster_addr_table.items()):
-                    if broker_data.broker_name in names:
+                # The header names no cluster here: 4.9.8 removes the name from the first cluster
+                # holding it in clusterAddrTable's HashMap order (a name in two clusters stays in
+                # the others).
+                for cluster_name in self.java_clusters():
+                    if broker_data.broker_name in self.cluster_addr_table[cluster_name]:
                         self._remove_from_cluster(cluster_name, broker_data.broker_name)
                         break
                 removed.removed_topics = self._remove_topic_by_broker_name(broker_data.broker_name)
@@ -300,6 +384,7 @@ class RouteInfoManager:
             names.pop(broker_name, None)
             if not names:
                 del self.cluster_addr_table[cluster_name]
+                self._inner_gone("cluster", cluster_name)
 
     def _remove_topic_by_broker_name(self, broker_name: str) -> list[str]:
         emptied = []
@@ -308,55 +393,78 @@ class RouteInfoManager:
                 emptied.append(topic)
         for topic in emptied:
             del self.topic_queue_table[topic]
+            self._inner_gone("queues", topic)
         return emptied
 
     # --- reads ------------------------------------------------------------------------------------
 
     def pickup_topic_route_data(self, topic: str) -> TopicRouteData | None:
+        """4.9.8's pickupTopicRouteData, lists in its order: queueDatas as the topic's HashMap
+        iterates, brokerDatas as a fresh HashSet of those broker names iterates, each brokerAddrs
+        as its HashMap.clone() iterates, filterServerTable as a fresh HashMap."""
         queue_map = self.topic_queue_table.get(topic)
         if queue_map is None:
             return None
-        queue_datas = sorted(queue_map.values())
-        broker_datas = [
-            self.broker_addr_table[qd.broker_name].copy()
-            for qd in queue_datas if qd.broker_name in self.broker_addr_table
-        ]
+        broker_names = self.java_queue_brokers(topic)
+        queue_datas = [queue_map[name] for name in broker_names]
+        broker_datas = []
+        for name in hashset_order(broker_names):
+            if name in self.broker_addr_table:
+                ids = self.java_broker_ids(name)
+                addrs = self.broker_addr_table[name].broker_addrs
+                clone_order = hashmap_order(ids, presized_capacity(len(ids)), long_hash)
+                broker_datas.append(BrokerData(self.broker_addr_table[name].cluster, name,
+                                               {i: addrs[i] for i in clone_order}))
         if not broker_datas:
             return None
-        filter_servers: dict[str, list[str]] = {}
+        filter_servers: list[tuple[str, list[str]]] = []
         if self.filter_server_table:
             for broker_data in broker_datas:
                 for addr in broker_data.broker_addrs.values():
                     servers = self.filter_server_table.get(addr)
                     if servers is not None:
-                        filter_servers[addr] = list(servers)
-        return TopicRouteData(queue_datas, broker_datas, filter_servers)
+                        filter_servers.append((addr, list(servers)))
+        filter_map = dict(filter_servers)
+        filter_map = {addr: filter_map[addr] for addr in hashmap_order(filter_map)}
+        return TopicRouteData(queue_datas, broker_datas, filter_map)
+
+    # Every topic list goes out as a TopicList, whose Set<String> is a fresh HashSet: the order is
+    # hashset_order of the order 4.9.8 adds the topics in.
 
     def get_all_topic_list(self) -> list[str]:
-        return list(self.topic_queue_table)
+        return hashset_order(self.java_topics())
 
     def get_topics_by_cluster(self, cluster_name: str) -> list[str]:
-        names = self.cluster_addr_table.get(cluster_name, {})
-        return [t for t, queue_map in self.topic_queue_table.items() if any(n in queue_map for n in names)]
+        """For each broker name of the cluster (HashSet order), every topic (HashMap order) with a
+        queue on it. An unknown cluster: 4.9.8's NPE is caught and logged, the list is empty."""
+        topics = self.java_topics()
+        added = []
+        for name in self.java_cluster_names(cluster_name):
+            added.extend(t for t in topics if name in self.topic_queue_table[t])
+        return hashset_order(added)
 
     def get_system_topic_list(self) -> tuple[list[str], str | None]:
-        """Cluster and broker names (RocketMQ treats them as system topics) and one broker address."""
-        topics: list[str] = []
-        for cluster_name, names in self.cluster_addr_table.items():
-            topics.append(cluster_name)
-            topics.extend(names)
+        """Cluster and broker names (RocketMQ treats them as system topics) and the first address
+        of the first BrokerData that has one (both in Java order)."""
+        added: list[str] = []
+        for cluster_name in self.java_clusters():
+            added.append(cluster_name)
+            added.extend(self.java_cluster_names(cluster_name))
         broker_addr = None
-        for broker_data in self.broker_addr_table.values():
-            if broker_data.broker_addrs:
-                broker_addr = next(iter(broker_data.broker_addrs.values()))
-            break
-        return topics, broker_addr
+        for name in self.java_broker_names():
+            ids = self.java_broker_ids(name)
+            if ids:
+                broker_addr = self.broker_addr_table[name].broker_addrs[ids[0]]
+                break
+        return hashset_order(added), broker_addr
 
     def _topics_where(self, predicate) -> list[str]:
-        return [
-            topic for topic, queue_map in self.topic_queue_table.items()
-            if queue_map and predicate(next(iter(queue_map.values())).topic_sys_flag)
-        ]
+        """Topics whose first QueueData (in the topic map's Java order) passes the predicate."""
+        table = self.topic_queue_table
+        return hashset_order(
+            topic for topic in self.java_topics()
+            if table[topic] and predicate(table[topic][self.java_queue_brokers(topic)[0]].topic_sys_flag)
+        )
 
     def get_unit_topics(self) -> list[str]:
         return self._topics_where(lambda f: f & FLAG_UNIT)
@@ -394,6 +502,8 @@ class RouteInfoManager:
                     queue_map.pop(broker_name, None)
                 if not queue_map:
                     del self.topic_queue_table[topic]
+                    self._inner_gone("queues", topic)
         else:
             self.topic_queue_table.pop(topic, None)
+            self._inner_gone("queues", topic)
         self.generation += 1

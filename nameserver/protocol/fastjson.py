@@ -9,17 +9,70 @@ from __future__ import annotations
 
 import json
 import re
-from json.encoder import encode_basestring, encode_basestring_ascii
+
+
+class JavaMap(dict):
+    """A Java Map whose entries are already in the Java map's iteration order (see
+    nameserver/java_order.py). fastjson's default features sort a bean's fields (SortField) but
+    write a map as it iterates; only MapSortField (part of `standard`) sorts maps too. A plain
+    dict stands for a bean, or for a map whose order nslab does not emulate, and is always sorted."""
+
+    __slots__ = ()
+
+
+# fastjson 1.2.x SerializeWriter.writeStringWithDoubleQuote, IOUtils.specicalFlags_doubleQuotes and
+# replaceChars. Hex digits are upper case (IOUtils.DIGITS); Python's json writes lower case.
+_SHORT = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
+# Default features: the short escapes above, \uXXXX for the other C0 controls, for U+007F..U+00A0
+# and for U+2028; everything else, non-ASCII included, as is (UTF-8 on the wire). '/' as is.
+# (The U+007F..U+00A0 and U+2028 rules are read from fastjson 1.2.x sources, not checked against
+# 1.2.69 itself; they touch only those rare characters.)
+_PLAIN_SPECIAL = re.compile('["\\\\\x00-\x1f\x7f-\xa0\u2028]')
+# BrowserCompatible: the short escapes plus '/' -> '\\/', \uXXXX for every other char < 32 or
+# >= 127 (a character beyond the BMP as its two surrogates, as Java holds it).
+_BROWSER_SPECIAL = re.compile('["\\\\/\x00-\x1f\x7f-\U0010ffff]')
+
+
+def _unicode_escape(ch: str) -> str:
+    code = ord(ch)
+    if code > 0xFFFF:  # a UTF-16 surrogate pair in Java
+        code -= 0x10000
+        return f"\\u{0xD800 | code >> 10:04X}\\u{0xDC00 | code & 0x3FF:04X}"
+    return f"\\u{code:04X}"
+
+
+def _plain_escape(m: re.Match) -> str:
+    ch = m.group(0)
+    return _SHORT.get(ch) or _unicode_escape(ch)
+
+
+def _browser_escape(m: re.Match) -> str:
+    ch = m.group(0)
+    if ch == "/":
+        return "\\/"
+    return _SHORT.get(ch) or _unicode_escape(ch)
+
+
+def quote_plain(s: str) -> str:
+    """A string as fastjson writes it with its default features."""
+    return '"' + _PLAIN_SPECIAL.sub(_plain_escape, s) + '"'
+
+
+def quote_browser_compatible(s: str) -> str:
+    """A string as fastjson writes it with SerializerFeature.BrowserCompatible."""
+    return '"' + _BROWSER_SPECIAL.sub(_browser_escape, s) + '"'
 
 
 def dumps(obj: object, *, standard: bool = True) -> str:
-    """Serialise like fastjson: keys sorted, null map values omitted, no spaces.
+    """Serialise like fastjson: bean fields sorted, null map values omitted, no spaces.
 
-    standard=False is fastjson's default (integer map keys unquoted, UTF-8 as is);
-    standard=True is the BrowserCompatible form (keys quoted, non-ASCII escaped).
+    standard=False is fastjson's default (RemotingSerializable.encode): integer map keys unquoted,
+    text as is (UTF-8 on the wire), a JavaMap in its own order.
+    standard=True is what 4.9.4+ uses for route data only (BrowserCompatible, QuoteFieldNames,
+    MapSortField): keys quoted, non-ASCII escaped, every map sorted.
     """
     out: list[str] = []
-    _write(obj, out, encode_basestring_ascii if standard else encode_basestring, standard)
+    _write(obj, out, quote_browser_compatible if standard else quote_plain, standard)
     return "".join(out)
 
 
@@ -37,7 +90,7 @@ def _write(obj: object, out: list[str], quote, standard: bool) -> None:
     elif isinstance(obj, dict):
         out.append("{")
         first = True
-        for key in sorted(obj):
+        for key in obj if type(obj) is JavaMap and not standard else sorted(obj):
             value = obj[key]
             if value is None:
                 continue

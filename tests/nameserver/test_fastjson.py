@@ -52,8 +52,10 @@ def test_route_data_matches_spec_example(standard, expected):
     ({"t": True, "f": False, "n": -3, "x": 1.5, "l": (1, "2")},
      '{"f":false,"l":[1,"2"],"n":-3,"t":true,"x":1.5}',
      '{"f":false,"l":[1,"2"],"n":-3,"t":true,"x":1.5}'),
-    ({"remark": "主题 é"}, '{"remark":"主题 é"}', '{"remark":"\\u4e3b\\u9898 \\u00e9"}'),
-    ({"s": "😀"}, '{"s":"😀"}', '{"s":"\\ud83d\\ude00"}'),  # UTF-16 pair, as Java writes it
+    # fastjson's BrowserCompatible hex digits are upper case (IOUtils.DIGITS; fastjson's own test
+    # Issue743 expects "\\u4E0D\\u5403"), unlike Python's json.
+    ({"remark": "主题 é"}, '{"remark":"主题 é"}', '{"remark":"\\u4E3B\\u9898 \\u00E9"}'),
+    ({"s": "😀"}, '{"s":"😀"}', '{"s":"\\uD83D\\uDE00"}'),  # UTF-16 pair, as Java writes it
     ({"q": 'a"b\\c\nd\te\x01'},
      '{"q":"a\\"b\\\\c\\nd\\te\\u0001"}', '{"q":"a\\"b\\\\c\\nd\\te\\u0001"}'),
     ({}, "{}", "{}"),
@@ -136,3 +138,26 @@ def test_legacy_round_trip_stringifies_keys(addrs, name):
     if addrs:  # the legacy form really has the quirk: bare keys, not valid JSON
         with pytest.raises(ValueError):
             json.loads(legacy)
+
+
+# --- fastjson's own escaping and map order (issue 19) ---------------------------------------------
+
+@pytest.mark.parametrize("text, plain, browser", [
+    ("a/b", '"a/b"', '"a\\/b"'),  # BrowserCompatible escapes '/', the default does not
+    ("\x0b\x1f", '"\\u000B\\u001F"', '"\\u000B\\u001F"'),  # C0 controls: upper-case hex
+    ("\b\f\n\r\t", '"\\b\\f\\n\\r\\t"', '"\\b\\f\\n\\r\\t"'),
+    ("\x7f\x80\xa0\xa1", '"\\u007F\\u0080\\u00A0\xa1"', '"\\u007F\\u0080\\u00A0\\u00A1"'),  # U+007F..U+00A0
+    ("\u2028\u2029", '"\\u2028\u2029"', '"\\u2028\\u2029"'),
+    ("é主😀", '"é主😀"', '"\\u00E9\\u4E3B\\uD83D\\uDE00"'),
+])
+def test_string_escapes(text, plain, browser):
+    assert fastjson.quote_plain(text) == plain
+    assert fastjson.quote_browser_compatible(text) == browser
+    assert json.loads(plain) == text == json.loads(browser)
+
+
+def test_a_java_map_keeps_its_order_unless_map_sort_field():
+    obj = {"z": fastjson.JavaMap({2: "x", 1: "y"}), "m": fastjson.JavaMap({"b": 1, "a": None, "c": 2})}
+    # Bean fields sorted; maps as they iterate, null values dropped.
+    assert fastjson.dumps(obj, standard=False) == '{"m":{"b":1,"c":2},"z":{2:"x",1:"y"}}'
+    assert fastjson.dumps(obj, standard=True) == '{"m":{"b":1,"c":2},"z":{"1":"y","2":"x"}}'

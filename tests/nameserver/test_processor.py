@@ -315,13 +315,14 @@ def _topic_list(ns, code, fields=None):
 def test_get_all_topic_list(ns, h):
     assert _topic_list(ns, RC.GET_ALL_TOPIC_LIST_FROM_NAMESERVER) == b'{"topicList":[]}'
     ns.register("broker-a", table=h.topics("TopicTest", "TBW102"))
-    # Registered in the order the (sorted, fastjson) register body listed them.
-    assert _topic_list(ns, RC.GET_ALL_TOPIC_LIST_FROM_NAMESERVER) == b'{"topicList":["TBW102","TopicTest"]}'
+    # A TopicList's set is a fresh HashSet (16 buckets): String.hashCode spread (h ^ h >>> 16) & 15
+    # puts "TopicTest" (hashCode -1902610879) in bucket 9 and "TBW102" (-1826525782) in 11.
+    assert _topic_list(ns, RC.GET_ALL_TOPIC_LIST_FROM_NAMESERVER) == b'{"topicList":["TopicTest","TBW102"]}'
 
 
 @pytest.mark.parametrize("cluster, expected", [
     ("C1", b'{"topicList":["A","Shared"]}'),
-    ("C2", b'{"topicList":["Shared","B"]}'),
+    ("C2", b'{"topicList":["B","Shared"]}'),  # HashSet buckets: "B" 2, "Shared" 12
     ("Unknown", b'{"topicList":[]}'),
 ])
 def test_get_topics_by_cluster(ns, h, cluster, expected):
@@ -334,13 +335,18 @@ def test_get_system_topic_list(ns):
     assert _topic_list(ns, RC.GET_SYSTEM_TOPIC_LIST_FROM_NS) == b'{"topicList":[]}'
     ns.register("broker-a", 0)
     ns.register("broker-b", 0, cluster="Other")
+    # Added in clusterAddrTable's order (32 buckets: DefaultCluster 15, Other 31), each cluster's
+    # names after it; the fresh HashSet then orders them by bucket (of 16): broker-b 8, broker-a
+    # 11, DefaultCluster 15, Other 15 (added after DefaultCluster). brokerAddr: the first address of
+    # the first BrokerData in brokerAddrTable's order (128 buckets: broker-b 88, broker-a 91).
     assert _topic_list(ns, RC.GET_SYSTEM_TOPIC_LIST_FROM_NS) == (
-        b'{"brokerAddr":"10.0.0.1:10911","topicList":["DefaultCluster","broker-a","Other","broker-b"]}')
+        b'{"brokerAddr":"10.0.0.2:10911","topicList":["broker-b","broker-a","DefaultCluster","Other"]}')
 
 
 @pytest.mark.parametrize("code, expected", [
-    (RC.GET_UNIT_TOPIC_LIST, b'{"topicList":["Both","Unit"]}'),
-    (RC.GET_HAS_UNIT_SUB_TOPIC_LIST, b'{"topicList":["Both","UnitSub"]}'),
+    # HashSet buckets (of 16): UnitSub 8, Unit 12, Both 14.
+    (RC.GET_UNIT_TOPIC_LIST, b'{"topicList":["Unit","Both"]}'),
+    (RC.GET_HAS_UNIT_SUB_TOPIC_LIST, b'{"topicList":["UnitSub","Both"]}'),
     (RC.GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST, b'{"topicList":["UnitSub"]}'),
 ])
 def test_unit_topic_lists(ns, h, code, expected):

@@ -148,9 +148,11 @@ def test_two_masters_share_a_topic(routes, h):
     routes.register("broker-a", 0, table=h.topics("Shared", queues=4))
     routes.register("broker-b", 0, table=h.topics("Shared", queues=8))
 
+    # 4.9.8 lists them as the topic's HashMap<brokerName, QueueData> iterates (16 buckets):
+    # String.hashCode spread, & 15, puts broker-b in bucket 8 and broker-a in 11.
     route = routes.rim.pickup_topic_route_data("Shared")
-    assert [(q.broker_name, q.read_queue_nums) for q in route.queue_datas] == [("broker-a", 4), ("broker-b", 8)]
-    assert [b.broker_name for b in route.broker_datas] == ["broker-a", "broker-b"]
+    assert [(q.broker_name, q.read_queue_nums) for q in route.queue_datas] == [("broker-b", 8), ("broker-a", 4)]
+    assert [b.broker_name for b in route.broker_datas] == ["broker-b", "broker-a"]
 
 
 def test_the_filter_server_list_is_set_removed_by_an_empty_list_and_untouched_by_none(routes):
@@ -393,7 +395,8 @@ def test_wipe_write_perm_clears_the_write_bit_of_every_topic_of_the_broker(route
 
     assert [routes.queue(t).perm for t in ("RW", "RWI", "RO")] == [4, 5, 4]
     assert routes.queue("RW", "broker-b").perm == 6
-    assert routes.rim.pickup_topic_route_data("RW").queue_datas[0].perm == 4
+    assert {q.broker_name: q.perm for q in routes.rim.pickup_topic_route_data("RW").queue_datas} == {
+        "broker-a": 4, "broker-b": 6}
 
 
 def test_add_write_perm_sets_read_write_overwriting_other_bits(routes, h):
@@ -468,7 +471,7 @@ def test_all_topics_and_topics_by_cluster(routes, h):
     assert routes.rim.get_topics_by_cluster("Unknown") == []
 
 
-def test_system_topic_list_is_cluster_and_broker_names_plus_one_address(routes):
+def test_system_topic_list_is_cluster_and_broker_names_plus_one_address(routes, h):
     assert routes.rim.get_system_topic_list() == ([], None)
 
     routes.register("broker-a", 0, cluster="C1")
@@ -476,9 +479,12 @@ def test_system_topic_list_is_cluster_and_broker_names_plus_one_address(routes):
     routes.register("broker-b", 0, cluster="C1")
     routes.register("broker-c", 0, cluster="C2")
 
+    # A fresh HashSet (16 buckets) of the names: broker-b 8, broker-c 9, broker-a 11, C1 14, C2 15.
     topics, broker_addr = routes.rim.get_system_topic_list()
-    assert topics == ["C1", "broker-a", "broker-b", "C2", "broker-c"]
-    assert broker_addr == A0
+    assert topics == ["broker-b", "broker-c", "broker-a", "C1", "C2"]
+    # The first BrokerData in brokerAddrTable's order (128 buckets: broker-b 88, broker-c 89,
+    # broker-a 91), its first id.
+    assert broker_addr == h.addr("broker-b", 0)
 
 
 def test_unit_topic_lists_follow_the_sys_flag_bits(routes, h):
@@ -492,9 +498,13 @@ def test_unit_topic_lists_follow_the_sys_flag_bits(routes, h):
 
 
 def test_unit_flags_are_read_from_the_first_queue_data_of_a_topic(routes, h):
+    # "First" in the topic's HashMap order: broker-b (bucket 8) before broker-a (bucket 11),
+    # whatever order they registered in.
     routes.register("broker-a", 0, table=h.topics("Mixed", sys_flag=0))
     routes.register("broker-b", 0, table=h.topics("Mixed", sys_flag=1))
-    assert routes.rim.get_unit_topics() == []
+    routes.register("broker-a", 0, table=h.topics("Other", sys_flag=1), version=DataVersion(2, 2))
+    routes.register("broker-b", 0, table=h.topics("Other", sys_flag=0), version=DataVersion(2, 2))
+    assert routes.rim.get_unit_topics() == ["Mixed"]
 
 
 # --- QUERY_DATA_VERSION semantics (§3.9) -----------------------------------------------------------------

@@ -1,0 +1,110 @@
+"""The order in which a Java (8+) HashMap or HashSet iterates, for the places it reaches the wire.
+
+RocketMQ 4.9.8 keeps the NameServer's tables in HashMaps and serialises them with plain fastjson,
+which writes a map in its iteration order (only MapSortField, used for route data alone, sorts).
+Topic lists go out through a fresh HashSet. So a Java NameServer's topic lists, cluster info and KV
+tables come out in hash order, and "the first cluster holding a broker name" is the first in hash
+order. nslab keeps plain dicts (insertion order) and derives Java's order from them when it answers.
+
+How a HashMap iterates (OpenJDK 8-21, java.util.HashMap):
+- hash(key) = h ^ (h >>> 16), h = key.hashCode(); the bucket is hash & (capacity - 1);
+- iteration walks buckets 0..capacity-1, and within a bucket follows its chain;
+- a new key is appended to its bucket's chain; replacing a value keeps the key's place; a removal
+  unlinks it; a resize splits every chain into two, each keeping its relative order;
+- so within a bucket, keys stay in insertion order: Java's order is the insertion order (a
+  Python dict's order) stably sorted by bucket index -- given the table's current capacity;
+- the capacity starts at tableSizeFor(initialCapacity) (16 by default), doubles whenever the size
+  exceeds 0.75 x capacity, and never shrinks: it depends on the largest size the map ever had.
+
+Not emulated (see README, "Choices where nslab departs"): a bucket of 9+ keys. Java then resizes a
+table smaller than 64 instead, or turns the bucket into a tree whose iteration order differs. With
+String.hashCode and a load of at most 0.75 that needs deliberately colliding names.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Hashable, Iterable
+
+DEFAULT_CAPACITY = 16
+_MASK32 = 0xFFFFFFFF
+
+_string_hashes: dict[str, int] = {}
+
+
+def string_hash(s: str) -> int:
+    """java.lang.String.hashCode() as an unsigned 32-bit int: h = 31*h + c over UTF-16 code
+    units (a character beyond the BMP counts as its surrogate pair). Memoised: topic lists hash
+    every topic name on every request."""
+    h = _string_hashes.get(s)
+    if h is None:
+        h = 0
+        if s.isascii():
+            for c in s.encode("ascii"):
+                h = (31 * h + c) & _MASK32
+        else:
+            units = s.encode("utf-16-be", "surrogatepass")
+            for i in range(0, len(units), 2):
+                h = (31 * h + (units[i] << 8 | units[i + 1])) & _MASK32
+        if len(_string_hashes) < 1_000_000:
+            _string_hashes[s] = h
+    return h
+
+
+def long_hash(v: int) -> int:
+    """java.lang.Long.hashCode(): (int)(v ^ (v >>> 32)), unsigned 32-bit."""
+    v &= 0xFFFFFFFFFFFFFFFF
+    return (v ^ (v >> 32)) & _MASK32
+
+
+def spread(h: int) -> int:
+    """HashMap.hash(): the high 16 bits folded into the low ones."""
+    return (h ^ (h >> 16)) & _MASK32
+
+
+def table_size_for(cap: int) -> int:
+    """HashMap.tableSizeFor: the smallest power of two >= cap (at least 1)."""
+    n = 1
+    while n < cap:
+        n <<= 1
+    return n
+
+
+def grown_capacity(capacity: int, size: int) -> int:
+    """The table length once a map of `capacity` buckets has grown to `size` entries, inserted one
+    by one (putVal: resize when ++size > threshold, threshold = 0.75 x capacity)."""
+    while size > capacity * 3 // 4:
+        capacity <<= 1
+    return capacity
+
+
+def capacity_for(size: int, initial: int = DEFAULT_CAPACITY) -> int:
+    """The table length of `new HashMap(initial)` (or `new HashSet()`) after `size` insertions."""
+    return grown_capacity(table_size_for(initial), size)
+
+
+def presized_capacity(size: int) -> int:
+    """The table length of a map filled by putAll into an empty, table-less map: HashMap(Map),
+    HashMap.clone(), putAll on a fresh map (putMapEntries: tableSizeFor((int)(s / 0.75f + 1)))."""
+    return table_size_for(int(size / 0.75 + 1.0))
+
+
+def hashmap_order(keys: Iterable[Hashable], capacity: int | None = None,
+                  hash: Callable[[Hashable], int] = string_hash) -> list:
+    """The iteration order of a Java HashMap whose keys were inserted in the order given (each key
+    once; removed keys left out), with `capacity` buckets (default: as grown by these insertions
+    into a default-sized map). Keys are Strings unless `hash` says otherwise (long_hash)."""
+    keys = list(keys)
+    if len(keys) < 2:  # the common route: one broker name, one address
+        return keys
+    if capacity is None:
+        capacity = capacity_for(len(keys))
+    mask = capacity - 1
+    # sorted() is stable: keys sharing a bucket keep their insertion order.
+    return sorted(keys, key=lambda k: spread(hash(k)) & mask)
+
+
+def hashset_order(items: Iterable[Hashable], hash: Callable[[Hashable], int] = string_hash) -> list:
+    """What a fresh `new HashSet<>()` iterates after add/addAll of `items` in the order given
+    (duplicates ignored, as add ignores them): how RocketMQ's TopicList and route broker-name sets
+    come out."""
+    return hashmap_order(dict.fromkeys(items), None, hash)
