@@ -16,6 +16,9 @@ CHANNEL_EXPIRED_TIMEOUT = 120.0  # seconds without a heartbeat (BrokerConfig.cha
 # Java sends enums by name, the C++ client by ordinal; the ordinals are the same in both.
 CONSUME_TYPES = ("CONSUME_ACTIVELY", "CONSUME_PASSIVELY")
 MESSAGE_MODELS = ("BROADCASTING", "CLUSTERING")
+CONSUME_FROM_WHERE = ("CONSUME_FROM_LAST_OFFSET", "CONSUME_FROM_LAST_OFFSET_AND_FROM_MIN_WHEN_BOOT_FIRST",
+                      "CONSUME_FROM_MIN_OFFSET", "CONSUME_FROM_MAX_OFFSET", "CONSUME_FROM_FIRST_OFFSET",
+                      "CONSUME_FROM_TIMESTAMP")
 
 
 class HeartbeatError(ValueError):
@@ -27,11 +30,34 @@ class ConsumerData(NamedTuple):
     consume_type: str
     message_model: str
     topics: tuple[str, ...]
+    consume_from_where: str = "CONSUME_FROM_LAST_OFFSET"
+    subscriptions: tuple[dict, ...] = ()  # SubscriptionData, normalised (subscription_data)
 
 
 class HeartbeatData(NamedTuple):
     client_id: str
     consumers: list[ConsumerData]
+    producers: tuple[str, ...] = ()  # producer groups, CLIENT_INNER_PRODUCER among them
+
+
+def subscription_data(obj: dict) -> dict:
+    """SubscriptionData as a 4.9.8 broker holds it after fastjson read it: every serialised field,
+    with the class's defaults for what the client left out (the C++ client sends no
+    expressionType or classFilterMode)."""
+    def ints(v):
+        return [x for x in v if isinstance(x, int) and not isinstance(x, bool)] if isinstance(v, list) else []
+
+    def strs(v):
+        return [x for x in v if isinstance(x, str)] if isinstance(v, list) else []
+
+    sub_version = obj.get("subVersion")
+    if isinstance(sub_version, str) and sub_version.strip().lstrip("-").isdigit():
+        sub_version = int(sub_version)  # the C++ client sends it as a string; fastjson reads the number
+    return {"classFilterMode": obj.get("classFilterMode") is True, "codeSet": ints(obj.get("codeSet")),
+            "expressionType": obj.get("expressionType") if isinstance(obj.get("expressionType"), str) else "TAG",
+            "subString": obj.get("subString") if isinstance(obj.get("subString"), str) else "*",
+            "subVersion": sub_version if isinstance(sub_version, int) and not isinstance(sub_version, bool) else 0,
+            "tagsSet": strs(obj.get("tagsSet")), "topic": obj["topic"]}
 
 
 def _enum_name(value: object, names: tuple[str, ...], what: str) -> str:
@@ -50,20 +76,30 @@ def parse_heartbeat(obj: object) -> HeartbeatData:
     for data in obj.get("consumerDataSet") or []:
         if not isinstance(data, dict) or not isinstance(data.get("groupName"), str):
             raise HeartbeatError(f"bad consumer data {data!r}")
-        subscriptions = data.get("subscriptionDataSet") or []
-        topics = tuple(s["topic"] for s in subscriptions if isinstance(s, dict) and isinstance(s.get("topic"), str))
+        subscriptions = tuple(subscription_data(s) for s in data.get("subscriptionDataSet") or []
+                              if isinstance(s, dict) and isinstance(s.get("topic"), str))
+        where = data.get("consumeFromWhere", 0)
+        try:
+            where = _enum_name(where, CONSUME_FROM_WHERE, "consumeFromWhere")
+        except HeartbeatError:
+            where = "CONSUME_FROM_LAST_OFFSET"  # only shown by consumerConnection: not worth a refusal
         consumers.append(ConsumerData(
             data["groupName"],
             _enum_name(data.get("consumeType", 1), CONSUME_TYPES, "consumeType"),
             _enum_name(data.get("messageModel", 1), MESSAGE_MODELS, "messageModel"),
-            topics))
-    return HeartbeatData(obj["clientID"], consumers)
+            tuple(s["topic"] for s in subscriptions), where, subscriptions))
+    producer_data = obj.get("producerDataSet")
+    producers = tuple(p["groupName"] for p in (producer_data if isinstance(producer_data, list) else [])
+                      if isinstance(p, dict) and isinstance(p.get("groupName"), str))
+    return HeartbeatData(obj["clientID"], consumers, producers)
 
 
 @dataclass(slots=True)
 class ClientChannelInfo:
     client_id: str
     last_update_timestamp: float
+    language: str = "JAVA"  # of the heartbeat request, as Connection reports it
+    version: int = 0
 
 
 @dataclass
@@ -73,6 +109,19 @@ class ConsumerGroupInfo:
     message_model: str
     topics: tuple[str, ...] = ()
     channel_info_table: dict[object, ClientChannelInfo] = field(default_factory=dict)
+    consume_from_where: str = "CONSUME_FROM_LAST_OFFSET"
+    subscription_table: dict[str, dict] = field(default_factory=dict)  # topic -> SubscriptionData
+
+    def update_subscription(self, subscriptions: tuple[dict, ...]) -> None:
+        """ConsumerGroupInfo.updateSubscription: a topic's entry is replaced only by a newer
+        subVersion; topics the heartbeat no longer names are dropped."""
+        for sub in subscriptions:
+            old = self.subscription_table.get(sub["topic"])
+            if old is None or sub["subVersion"] > old["subVersion"]:
+                self.subscription_table[sub["topic"]] = sub
+        named = {sub["topic"] for sub in subscriptions}
+        for topic in [t for t in self.subscription_table if t not in named]:
+            del self.subscription_table[topic]
 
     def client_ids(self) -> list[str]:
         """Sorted and without repeats: a client reconnecting keeps its id on two channels until the
@@ -85,18 +134,25 @@ class ConsumerManager:
         self.channel_expired_timeout = channel_expired_timeout
         self.consumer_table: dict[str, ConsumerGroupInfo] = {}
 
-    def register_consumer(self, data: ConsumerData, client_id: str, channel: object, now: float) -> bool:
+    def register_consumer(self, data: ConsumerData, client_id: str, channel: object, now: float,
+                          language: str = "JAVA", version: int = 0) -> bool:
         """A heartbeat; True when the group's members or topics changed."""
         info = self.consumer_table.get(data.group_name)
         if info is None:
             info = self.consumer_table[data.group_name] = ConsumerGroupInfo(
                 data.group_name, data.consume_type, data.message_model)
         info.consume_type, info.message_model = data.consume_type, data.message_model
+        info.consume_from_where = data.consume_from_where
         known = info.channel_info_table.get(channel)
         changed = known is None or known.client_id != client_id or info.topics != data.topics
-        info.channel_info_table[channel] = ClientChannelInfo(client_id, now)
+        info.channel_info_table[channel] = ClientChannelInfo(client_id, now, language, version)
         info.topics = data.topics
+        info.update_subscription(data.subscriptions)
         return changed
+
+    def query_topic_consume_by_who(self, topic: str) -> list[str]:
+        """Groups whose members subscribe to `topic` now."""
+        return [group for group, info in self.consumer_table.items() if topic in info.subscription_table]
 
     def unregister_consumer(self, group: str, channel: object) -> bool:
         """UNREGISTER_CLIENT; True when the client was a member."""

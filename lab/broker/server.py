@@ -2,9 +2,12 @@
 
 It registers with every NameServer (at start, then every registerNameServerPeriod, and whenever its
 topics change), stores messages in a MessageStore, answers producers and consumers (send, pull with
-long polling, offsets, heartbeats, consumer lists, locks, send-back), and a slave replicates its
-master (lab/broker/ha.py). The decisions live in plain modules — pull.py, consumer_manager.py,
-topic_config.py — and this one is their trio edge.
+long polling, offsets, heartbeats, consumer lists, locks, send-back) and operators (the admin codes
+mqadmin and the Dashboard use: lab/broker/admin.py), and a slave replicates its master
+(lab/broker/ha.py). The decisions live in plain modules — pull.py, consumer_manager.py,
+producer_manager.py, topic_config.py, admin.py, stats.py — and this one is their trio edge.
+Timestamps on the wire (store times, DataVersions) are the node's epoch milliseconds
+(lab/remoting/epoch.py).
 
 Kill: cancel run(); every connection is closed on the way out, so peers see the close at once.
 Graceful stop: shutdown() — stop serving, UNREGISTER_BROKER to each NameServer, then stop.
@@ -17,6 +20,7 @@ broker.permission {perm}.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 import logging
@@ -29,8 +33,9 @@ from nameserver import bodies
 from nameserver.connection import Connection, remote_address
 from nameserver.protocol import RemotingCommand, RequestCode, ResponseCode, SerializeType
 from nameserver.protocol.codes import FAQ_URL_NO_ROUTE, PERM_READ, PERM_WRITE
-from nameserver.routes import TopicConfig
+from nameserver.routes import DataVersion, TopicConfig
 
+from . import admin, fastjson
 from .outer_api import BrokerIdentity, BrokerOuterAPI
 from .consumer_manager import ConsumerManager, parse_heartbeat
 from .ha import COMMIT_LOG, HA_TRANSFER, HAClient, HAService
@@ -38,6 +43,8 @@ from .long_polling import PullRequestHoldService
 from lab.remoting.message import MessageExt, decode_batch, decode_properties, offset_msg_id
 from .pull import FLAG_COMMIT_OFFSET, FLAG_SUSPEND, consumer_offset_reply, decide_pull
 from lab.remoting.channels import ChannelTable, Node
+from .producer_manager import ProducerManager
+from .stats import BrokerStats
 from .store import MessageStore, PutMessageResult
 from .topic_config import PERM_RW, TopicConfigManager, retry_topic
 
@@ -54,10 +61,6 @@ SEND_V2_KEYS = {
     "k": "unitMode", "l": "maxReconsumeTimes", "m": "batch", "n": "bname",
 }
 SEND_CODES = (RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE)
-
-
-def now_ms() -> int:
-    return int(trio.current_time() * 1000)
 
 
 class ClientChannel:
@@ -98,8 +101,14 @@ class Broker:
         self.broker_permission = self.config.brokerPermission
         self.topic_config_manager = TopicConfigManager(
             topics, auto_create_topic_enable=self.config.autoCreateTopicEnable,
-            default_topic_queue_nums=self.config.defaultTopicQueueNums, now_ms=now_ms())
+            default_topic_queue_nums=self.config.defaultTopicQueueNums, now_ms=node.now_ms())
         self.consumer_manager = ConsumerManager()
+        self.producer_manager = ProducerManager()
+        # What the admin codes report (lab/broker/admin.py): counters since this broker's boot, and
+        # the broker config's own DataVersion (Configuration's: bumped by a config change).
+        self.stats = BrokerStats(node.now())
+        self.boot_ms = node.now_ms()
+        self.config_data_version = DataVersion(self.boot_ms, 0)
         self.hold_service = PullRequestHoldService(node.now, on_error=node.fail)
         self.client_channels: dict[ClientChannel, None] = {}  # accepted connections open now
         self.ha_service = HAService(store, self.topic_config_manager, self.config.haSendHeartbeatInterval)
@@ -127,6 +136,15 @@ class Broker:
             RequestCode.UNLOCK_BATCH_MQ: lambda req, channel: req.response(ResponseCode.SUCCESS),
             RequestCode.CONSUMER_SEND_MSG_BACK: self._consumer_send_msg_back,
             HA_TRANSFER: self._ha_transfer,
+            admin.UPDATE_AND_CREATE_TOPIC: self._update_and_create_topic,
+            admin.GET_BROKER_CONFIG: self._get_broker_config,
+            admin.GET_BROKER_RUNTIME_INFO: self._get_broker_runtime_info,
+            admin.GET_TOPIC_STATS_INFO: self._get_topic_stats_info,
+            admin.GET_CONSUMER_CONNECTION_LIST: self._get_consumer_connection_list,
+            admin.GET_PRODUCER_CONNECTION_LIST: self._get_producer_connection_list,
+            admin.GET_CONSUME_STATS: self._get_consume_stats,
+            admin.QUERY_TOPIC_CONSUME_BY_WHO: self._query_topic_consume_by_who,
+            admin.GET_BROKER_CONSUME_STATS: self._get_broker_consume_stats,
         }
 
     @property
@@ -193,9 +211,10 @@ class Broker:
 
     # --- registration -----------------------------------------------------------------------------
 
-    async def register_broker_all(self, trigger: str) -> None:
+    async def register_broker_all(self, trigger: str, table: dict[str, TopicConfig] | None = None) -> None:
+        """Register with every NameServer: the whole topic table, or `table` (an increment)."""
         result = await self.outer_api.register_broker_all(
-            self.identity, self.topic_config_manager.registered_table(self.broker_permission),
+            self.identity, table if table is not None else self.topic_config_manager.registered_table(self.broker_permission),
             self.topic_config_manager.data_version, compressed=self.config.compressedRegister,
             timeout=self.config.registerBrokerTimeoutMills, trigger=trigger)
         # A slave follows the master the first answering NameServer names; without one it keeps
@@ -225,7 +244,8 @@ class Broker:
         """brokerPermission at run time (UPDATE_BROKER_CONFIG): a new DataVersion, registered at
         once, so every NameServer takes the new permission into its routes."""
         self.broker_permission = perm
-        self.topic_config_manager.next_version(now_ms())
+        self.topic_config_manager.next_version(self.node.now_ms())
+        self.config_data_version = DataVersion(self.node.now_ms(), self.config_data_version.counter + 1)
         self.node.emit("broker.permission", perm=perm)
         await self.register_broker_all("permission")
 
@@ -236,7 +256,7 @@ class Broker:
         for i in range(count):
             name = f"{prefix}{i:06d}"
             table.setdefault(name, TopicConfig(name, 8, 8, PERM_RW))
-        self.topic_config_manager.next_version(now_ms())
+        self.topic_config_manager.next_version(self.node.now_ms())
         self.node.emit("broker.topic", topic=f"{prefix}*", queues=8, perm=PERM_RW, reason=f"grow {count}")
         self._topics_changed.set()
 
@@ -254,6 +274,7 @@ class Broker:
             # Whatever the connection held dies with it, and its clients leave their groups.
             del self.client_channels[channel]
             self.hold_service.drop(channel)
+            self.producer_manager.do_channel_close_event(channel)
             groups = self.consumer_manager.do_channel_close_event(channel)
             if trio.current_effective_deadline() != -math.inf:  # not when the whole broker stops
                 for group in groups:
@@ -353,7 +374,7 @@ class Broker:
         if config is not None:
             return config
         config = manager.create_topic_in_send_message_method(
-            topic, req.field("defaultTopic") or "", req.int_field("defaultTopicQueueNums", 4), 0, now_ms())
+            topic, req.field("defaultTopic") or "", req.int_field("defaultTopicQueueNums", 4), 0, self.node.now_ms())
         if config is not None:
             self._topic_created(config, "auto_create")
         elif topic.startswith("%RETRY%"):
@@ -362,14 +383,16 @@ class Broker:
 
     def _retry_topic(self, topic: str) -> TopicConfig:
         config, created = self.topic_config_manager.create_topic_in_send_message_back_method(
-            topic, 1, PERM_RW, 0, now_ms())
+            topic, 1, PERM_RW, 0, self.node.now_ms())
         if created:
             self._topic_created(config, "retry")
         return config
 
     def _put(self, msg: MessageExt) -> PutMessageResult:
-        msg.store_host, msg.store_timestamp = self.address, now_ms()
+        msg.store_host, msg.store_timestamp = self.address, self.node.now_ms()
+        before = self.store.max_physical_offset
         result = self.store.put(msg)  # written (and flushed) before anyone replies
+        self.stats.on_put(self.node.now(), self.store.max_physical_offset - before)
         self.hold_service.notify_message_arriving((msg.topic, msg.queue_id))
         self.hold_service.notify_message_arriving(COMMIT_LOG)
         return result
@@ -419,6 +442,10 @@ class Broker:
         if result.code == ResponseCode.PULL_NOT_FOUND and allow_suspend and sys_flag & FLAG_SUSPEND:
             self._suspend_pull(req, channel, topic, queue_id, offset)
             return None
+        now = self.node.now()
+        self.stats.on_pull(now, bool(result.found))
+        if result.found:
+            self.stats.on_get(now, req.field("consumerGroup") or "", topic, result.found)
         return req.response(result.code, ext_fields={
             "suggestWhichBrokerId": result.suggest_which_broker_id, "nextBeginOffset": result.next_begin_offset,
             "minOffset": min_offset, "maxOffset": max_offset,
@@ -475,15 +502,21 @@ class Broker:
     def _heart_beat(self, req: RemotingCommand, channel: ClientChannel) -> RemotingCommand:
         heartbeat = parse_heartbeat(bodies.load(req.body or b"", req.serialize_type))
         channel.serialize_type = req.serialize_type
+        now = trio.current_time()
+        for group in heartbeat.producers:
+            self.producer_manager.register_producer(group, heartbeat.client_id, channel, now, req.language, req.version)
         for consumer in heartbeat.consumers:
             self._retry_topic(retry_topic(consumer.group_name))
-            if self.consumer_manager.register_consumer(consumer, heartbeat.client_id, channel, trio.current_time()):
+            if self.consumer_manager.register_consumer(consumer, heartbeat.client_id, channel, now,
+                                                       req.language, req.version):
                 self._consumer_ids_changed(consumer.group_name, "register")
         # The client takes the reply's version as the broker's: a realistic one (409) lets it
         # subscribe with SQL92 as well as tags.
         return req.response(ResponseCode.SUCCESS)
 
     def _unregister_client(self, req: RemotingCommand, channel: ClientChannel) -> RemotingCommand:
+        if req.field("producerGroup"):
+            self.producer_manager.unregister_producer(req.field("producerGroup"), channel)
         group = req.field("consumerGroup")
         if group and self.consumer_manager.unregister_consumer(group, channel):
             self._consumer_ids_changed(group, "unregister")
@@ -518,6 +551,102 @@ class Broker:
                                        self._close_not_active_channels)
 
     async def _close_not_active_channels(self) -> None:
+        for _group, channel in self.producer_manager.scan_not_active_channel(trio.current_time()):
+            channel.close()
         for group, channel in self.consumer_manager.scan_not_active_channel(trio.current_time()):
             channel.close()
             self._consumer_ids_changed(group, "expired")
+
+    # --- admin (lab/broker/admin.py) ----------------------------------------------------------------
+
+    @staticmethod
+    def _body(req: RemotingCommand, bean: object) -> RemotingCommand:
+        """A SUCCESS reply with a fastjson body: what mqadmin and the Dashboard parse, whatever the
+        request's serialize type (the lab's own nodes never ask these codes)."""
+        return req.response(ResponseCode.SUCCESS, body=fastjson.encode(bean))
+
+    def _update_and_create_topic(self, req: RemotingCommand, channel: ClientChannel) -> RemotingCommand | None:
+        """Create or change a topic, then registerIncrementBrokerData: a new DataVersion and a
+        registration carrying only this topic, sent at once; 4.9.8 answers after it (sync), and
+        answers SUCCESS whatever the NameServers said."""
+        topic = req.field("topic")
+        remark = admin.check_topic(topic, (self.cluster_name, self.broker_name))
+        if remark is not None:
+            return req.response(ResponseCode.SYSTEM_ERROR, remark)
+        config = admin.topic_config_from_header(req.ext_fields or {})
+        previous = self.topic_config_manager.update_topic_config(config, self.node.now_ms())
+        self.node.emit("broker.topic", topic=topic, queues=config.write_queue_nums, perm=config.perm,
+                       reason="update" if previous is not None else "create")
+        if self.broker_permission & PERM_RW != PERM_RW:  # registered with the broker's permission
+            config = TopicConfig(topic, config.read_queue_nums, config.write_queue_nums, self.broker_permission)
+        self._services.start_soon(self._register_increment, req, channel, {topic: config})
+        return None
+
+    async def _register_increment(self, req: RemotingCommand, channel: ClientChannel,
+                                  table: dict[str, TopicConfig]) -> None:
+        await self.register_broker_all("update_topic", table)
+        if not req.is_oneway:
+            channel.send_soon(req.response(ResponseCode.SUCCESS))
+
+    def broker_properties(self) -> dict[str, object]:
+        """The broker config as GET_BROKER_CONFIG lists it: the lab's [broker] settings under
+        BrokerConfig's names (durations in ms, as Java holds them) and the broker's identity."""
+        props = {f.name: int(round(getattr(self.config, f.name) * 1000)) if f.metadata.get("duration")
+                 else getattr(self.config, f.name) for f in dataclasses.fields(self.config)}
+        host, _, port = (self.address or ":").rpartition(":")
+        props.update(brokerClusterName=self.cluster_name, brokerName=self.broker_name, brokerId=self.broker_id,
+                     brokerIP1=host, listenPort=port, haListenPort=port,  # HA runs on the remoting port
+                     namesrvAddr=";".join(self.namesrv_addrs), brokerPermission=self.broker_permission,
+                     brokerRole="SLAVE" if self.is_slave else "ASYNC_MASTER", forceRegister=True)
+        return props
+
+    def _get_broker_config(self, req: RemotingCommand, channel: ClientChannel) -> RemotingCommand:
+        return req.response(ResponseCode.SUCCESS, ext_fields={"version": admin.data_version_json(self.config_data_version)},
+                            body=admin.properties_text(self.broker_properties()).encode())
+
+    def _get_broker_runtime_info(self, req: RemotingCommand, channel: ClientChannel) -> RemotingCommand:
+        return self._body(req, admin.runtime_info(stats=self.stats, store=self.store, now=self.node.now(),
+                                                  now_ms=self.node.now_ms(), boot_ms=self.boot_ms))
+
+    def _get_topic_stats_info(self, req: RemotingCommand, channel: ClientChannel) -> RemotingCommand:
+        topic = req.require("topic")
+        config = self.topic_config_manager.select(topic)
+        if config is None:
+            return req.response(ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist")
+        return self._body(req, admin.topic_stats_table(config, self.broker_name, self.store))
+
+    def _get_consumer_connection_list(self, req: RemotingCommand, channel: ClientChannel) -> RemotingCommand:
+        group = req.require("consumerGroup")
+        info = self.consumer_manager.consumer_table.get(group)
+        if info is None:
+            return req.response(admin.CONSUMER_NOT_ONLINE, f"the consumer group[{group}] not online")
+        return self._body(req, admin.consumer_connection(info, lambda ch: ch.remote_addr))
+
+    def _get_producer_connection_list(self, req: RemotingCommand, channel: ClientChannel) -> RemotingCommand:
+        group = req.require("producerGroup")
+        channels = self.producer_manager.get_group_channels(group)
+        if channels is None:
+            return req.response(ResponseCode.SYSTEM_ERROR, f"the producer group[{group}] not exist")
+        return self._body(req, admin.producer_connection(channels, lambda ch: ch.remote_addr))
+
+    def _consume_stats_args(self) -> dict:
+        return dict(select=self.topic_config_manager.select, consumers=self.consumer_manager, store=self.store,
+                    stats=self.stats, broker_name=self.broker_name, now=self.node.now())
+
+    def _get_consume_stats(self, req: RemotingCommand, channel: ClientChannel) -> RemotingCommand:
+        group, topic = req.require("consumerGroup"), req.field("topic")
+        topics = [topic] if topic and topic.strip() else admin.topics_by_consumer(self.store, group)
+        stats, _diff = admin.consume_stats(group, topics, **self._consume_stats_args())
+        return self._body(req, stats)
+
+    def _query_topic_consume_by_who(self, req: RemotingCommand, channel: ClientChannel) -> RemotingCommand:
+        topic = req.require("topic")
+        groups = self.consumer_manager.query_topic_consume_by_who(topic) + admin.groups_by_topic(self.store, topic)
+        return self._body(req, admin.group_list(groups))
+
+    def _get_broker_consume_stats(self, req: RemotingCommand, channel: ClientChannel) -> RemotingCommand:
+        groups = list(dict.fromkeys([*self.consumer_manager.consumer_table,
+                                     *(g for g, _, _ in self.store.consumer_offsets)]))
+        return self._body(req, admin.consume_stats_list(groups, broker_addr=self.address,
+                                                        order_only=req.field("isOrder") == "true",
+                                                        **self._consume_stats_args()))

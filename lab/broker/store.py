@@ -158,6 +158,15 @@ class MessageStore:
         queue = self._consume_queues.get((topic, queue_id))
         return queue[0].store_timestamp if queue else -1
 
+    def store_time(self, topic: str, queue_id: int, offset: int) -> int:
+        """getMessageStoreTimeStamp: store time (ms) of the message at a logical offset, -1 if none."""
+        queue = self._consume_queues.get((topic, queue_id), ())
+        return queue[offset].store_timestamp if 0 <= offset < len(queue) else -1
+
+    def earliest_message_time(self) -> int:
+        """Store time (ms) of the commit log's first record, -1 if it has none."""
+        return self._commit_log[0].store_timestamp if self._commit_log else -1
+
     def lookup(self, physical_offset: int) -> MessageExt | None:
         """The message stored at a commit-log offset (CONSUMER_SEND_MSG_BACK names one)."""
         i = bisect.bisect_left(self._physical_offsets, physical_offset)

@@ -42,6 +42,13 @@ class TopicConfigManager:
         self.next_version(now_ms)
         return config
 
+    def update_topic_config(self, config: TopicConfig, now_ms: int) -> TopicConfig | None:
+        """UPDATE_AND_CREATE_TOPIC: put `config` (new or replacing) under a new DataVersion; the
+        previous config, None if the topic is new."""
+        previous = self.topic_config_table.get(config.topic_name)
+        self._put(config, now_ms)
+        return previous
+
     def create_topic_in_send_message_method(self, topic: str, default_topic: str, client_queue_nums: int,
                                             topic_sys_flag: int, now_ms: int) -> TopicConfig | None:
         """A send to an unknown topic: a copy of the default topic (TBW102) if that one may be

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import trio
 
 from chaos.clock import Timers, timer_source
+from lab.remoting.epoch import epoch_ms
 from lab.remoting.handover import Handover
 from lab.remoting.message import encode_properties
 from lab.remoting.channels import Node
@@ -231,7 +232,7 @@ class _Sending:
         p = self.producer
         try:
             p.instance.api.send_message_async(addr, self.mq, p.producer_group, self.body, self.properties,
-                                              int(self.begin * 1000), self.msg_id, timeout, self._on_reply)
+                                              epoch_ms(p.node.epoch_base_ms, self.begin), self.msg_id, timeout, self._on_reply)
         except RemotingError as e:
             self._attempt_failed(e)
 

@@ -23,6 +23,7 @@ from nameserver.protocol import RemotingCommand, SerializeType
 from nameserver.schedule import Schedule
 
 from lab.config import LabConfig
+from lab.remoting.epoch import epoch_base_ms, epoch_ms
 from lab.events import EventLog
 
 LAB_SERIALIZE_TYPE = SerializeType.MSGPACK  # the lab's own nodes speak msgpack to each other
@@ -49,10 +50,16 @@ class Node:
         # now(): the run's clock's own method (a node is made inside trio): trio.current_time()
         # costs three calls, and producers and brokers ask for every message.
         self.now: Callable[[], float] = trio.lowlevel.current_clock().current_time
+        # now_ms(): the clock as epoch ms, for timestamps on the wire (lab/remoting/epoch.py).
+        self.epoch_base_ms = epoch_base_ms(self.network, self.now())
         self.failure: Exception | None = None
         self._failed = trio.Event()
         self.pause = Pause(on_error=self.fail)
         self.schedule = Schedule(self.phase, self.pause.sleep_until)
+
+    def now_ms(self) -> int:
+        """Epoch milliseconds: the wall clock in sockets mode, SIM_EPOCH_MS + virtual time in simulation."""
+        return epoch_ms(self.epoch_base_ms, self.now())
 
     async def sleep(self, seconds: float) -> None:
         """A wait of the node's own (a pause after a failure): longer if the node is frozen meanwhile."""

@@ -28,6 +28,7 @@ from chaos.network import Network, SimNetwork, TcpNetwork
 from .cluster import Cluster
 from lab.config import LabConfig
 from lab.events import EventLog
+from lab.remoting.epoch import epoch_base_ms
 
 VERSION = "0.1.0"
 
@@ -106,6 +107,7 @@ async def run_cluster(config: LabConfig, options: RunOptions, *,
             events.start(seed=options.seed, version=VERSION, mode="sim" if options.sim else "sockets",
                          speed=options.speed, scenario=scenario, config=config.to_dict(),
                          topics=list(cluster.topology.topics), nodes=cluster.topology.roles(),
+                         epoch_ms=epoch_base_ms(network, trio.current_time()),
                          **({"grid": options.grid} if options.grid is not None else {}),
                          **({"grid_index": options.grid_index} if options.grid_index is not None else {}))
             await nursery.start(cluster.run)

@@ -10,6 +10,7 @@ import trio
 from lab.remoting.message import decode_messages, encode_batch, offset_msg_id
 from lab.broker.pull import CONSUME_SLOWLY_LAG, FLAG_SUSPEND
 from lab.broker.store import MessageStore
+from lab.remoting.epoch import SIM_EPOCH_MS
 from nameserver import bodies
 from nameserver.client import RemotingError
 from nameserver.protocol import RemotingCommand, RequestCode, ResponseCode, SerializeType, encode
@@ -292,7 +293,7 @@ async def test_offsets_a_new_group_starts_at_0_and_oneway_updates_get_no_reply(s
                             RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, RequestCode.GET_EARLIEST_MSG_STORETIME)}
     assert answers == {RequestCode.GET_MAX_OFFSET: {"offset": "3"}, RequestCode.GET_MIN_OFFSET: {"offset": "0"},
                        RequestCode.SEARCH_OFFSET_BY_TIMESTAMP: {"offset": "0"},
-                       RequestCode.GET_EARLIEST_MSG_STORETIME: {"timestamp": "0"}}
+                       RequestCode.GET_EARLIEST_MSG_STORETIME: {"timestamp": str(SIM_EPOCH_MS)}}  # t = 0, as epoch ms
 
 
 async def test_unknown_codes_get_request_code_not_supported(sim, autojump_clock):

@@ -99,8 +99,12 @@ def test_heartbeats_from_java_and_cpp_clients_read_the_same():
     cpp = {"clientID": "c", "consumerDataSet": [{
         "groupName": "cg", "consumeType": 1, "messageModel": 1, "consumeFromWhere": 0,
         "subscriptionDataSet": [{"topic": "T", "subVersion": "1"}, {"topic": "%RETRY%cg"}]}]}
-    assert parse_heartbeat(java) == parse_heartbeat(cpp) == (
-        "c", [ConsumerData("cg", "CONSUME_PASSIVELY", "CLUSTERING", ("T", "%RETRY%cg"))])
+    java_data, cpp_data = parse_heartbeat(java), parse_heartbeat(cpp)
+    assert java_data.client_id == cpp_data.client_id == "c"
+    assert [c[:5] for c in java_data.consumers] == [c[:5] for c in cpp_data.consumers] == [
+        ("cg", "CONSUME_PASSIVELY", "CLUSTERING", ("T", "%RETRY%cg"), "CONSUME_FROM_LAST_OFFSET")]
+    assert cpp_data.consumers[0].subscriptions[0]["subVersion"] == 1  # sent as "1"
+    assert (java_data.producers, cpp_data.producers) == (("pg",), ())
     assert parse_heartbeat({"clientID": "p", "producerDataSet": [{"groupName": "pg"}]}).consumers == []
     for bad in ({}, {"clientID": "c", "consumerDataSet": [{"groupName": "g", "messageModel": 7}]}, []):
         with pytest.raises(HeartbeatError):

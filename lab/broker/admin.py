@@ -1,0 +1,335 @@
+"""The admin side of a broker — what mqadmin and the RocketMQ Dashboard ask (AdminBrokerProcessor,
+4.9.8): plain functions building each reply body from the broker's state and `now`. The trio edge
+and the request headers are lab/broker/server.py's.
+
+| code | request | body (fastjson, lab/broker/fastjson.py)                                         |
+| 17   | UPDATE_AND_CREATE_TOPIC      | none: the topic is created or changed, then registered      |
+| 26   | GET_BROKER_CONFIG            | `key=value\\n` properties text; extFields.version = DataVersion JSON |
+| 28   | GET_BROKER_RUNTIME_INFO      | KVTable {"table": {...}}: versions, put/get totals and TPS, ... |
+| 202  | GET_TOPIC_STATS_INFO         | TopicStatsTable: per queue minOffset, maxOffset, lastUpdateTimestamp |
+| 203  | GET_CONSUMER_CONNECTION_LIST | ConsumerConnection: connections, subscriptions, consume type/model/from |
+| 204  | GET_PRODUCER_CONNECTION_LIST | ProducerConnection: connections                            |
+| 208  | GET_CONSUME_STATS            | ConsumeStats: per queue brokerOffset, consumerOffset, lastTimestamp; consumeTps |
+| 300  | QUERY_TOPIC_CONSUME_BY_WHO   | GroupList                                                  |
+| 317  | GET_BROKER_CONSUME_STATS     | ConsumeStatsList: every group's ConsumeStats, totalDiff     |
+
+Maps are written in the order Java's HashMap iterates them (fastjson.hash_order), MessageQueue keys
+as JSON objects, as a 4.9.8 broker writes them.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import shutil
+from typing import Callable, Iterable, Mapping
+
+from nameserver.routes import DataVersion, TopicConfig
+
+from .consumer_manager import ClientChannelInfo, ConsumerGroupInfo, ConsumerManager
+from .fastjson import Bean, JMap, hash_map, hash_order, java_double, message_queue_hash
+from .stats import BrokerStats
+from .store import MessageStore
+from .topic_config import AUTO_CREATE_TOPIC_KEY_TOPIC
+
+# RequestCode (4.9.8) of the admin requests served here.
+UPDATE_AND_CREATE_TOPIC = 17
+GET_BROKER_CONFIG = 26
+GET_BROKER_RUNTIME_INFO = 28
+GET_TOPIC_STATS_INFO = 202
+GET_CONSUMER_CONNECTION_LIST = 203
+GET_PRODUCER_CONNECTION_LIST = 204
+GET_CONSUME_STATS = 208
+QUERY_TOPIC_CONSUME_BY_WHO = 300
+GET_BROKER_CONSUME_STATS = 317
+
+CONSUMER_NOT_ONLINE = 206  # ResponseCode
+
+BROKER_VERSION = 409  # MQVersion.CURRENT_VERSION of 4.9.8
+BROKER_VERSION_DESC = "V4_9_8"
+
+# TopicValidator (4.9.8)
+VALID_TOPIC = re.compile(r"^[%|a-zA-Z0-9_-]+$")
+TOPIC_MAX_LENGTH = 127
+SYSTEM_TOPICS = frozenset((
+    AUTO_CREATE_TOPIC_KEY_TOPIC, "SCHEDULE_TOPIC_XXXX", "BenchmarkTest", "RMQ_SYS_TRANS_HALF_TOPIC",
+    "RMQ_SYS_TRACE_TOPIC", "RMQ_SYS_TRANS_OP_HALF_TOPIC", "TRANS_CHECK_MAX_TIME_TOPIC", "SELF_TEST_TOPIC",
+    "OFFSET_MOVED_EVENT"))
+SYSTEM_TOPIC_PREFIX = "rmq_sys_"
+TOPIC_FILTER_TYPES = ("SINGLE_TAG", "MULTI_TAG")
+
+# StoreStatsService.PUT_MESSAGE_ENTIRE_TIME_MAX_DESC: a lab put takes no time, so all land in the first.
+PUT_TIME_BUCKETS = ("[<=0ms]", "[0~10ms]", "[10~50ms]", "[50~100ms]", "[100~200ms]", "[200~500ms]",
+                    "[500ms~1s]", "[1~2s]", "[2~3s]", "[3~4s]", "[4~5s]", "[5~10s]", "[10s~]")
+
+
+# --- UPDATE_AND_CREATE_TOPIC (17) ---------------------------------------------------------------------
+
+def check_topic(topic: str | None, reserved: Iterable[str]) -> str | None:
+    """TopicValidator.validateTopic + isSystemTopic: the SYSTEM_ERROR remark, or None if `topic`
+    may be created. `reserved`: the cluster and broker names, which 4.9.8 adds to the system topics."""
+    if topic is None or not topic.strip():
+        return "The specified topic is blank."
+    if not VALID_TOPIC.match(topic):
+        return "The specified topic contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"
+    if len(topic) > TOPIC_MAX_LENGTH:
+        return "The specified topic is longer than topic max length."
+    if topic in SYSTEM_TOPICS or topic in set(reserved) or topic.startswith(SYSTEM_TOPIC_PREFIX):
+        return f"The topic[{topic}] is conflict with system topic."
+    return None
+
+
+def topic_config_from_header(fields: Mapping[str, str]) -> TopicConfig:
+    """CreateTopicRequestHeader -> TopicConfig, as updateAndCreateTopic builds it: readQueueNums,
+    writeQueueNums, perm and topicFilterType are required (ValueError otherwise, a SYSTEM_ERROR as
+    Java's NPE is); topicSysFlag defaults to 0; `order` is not taken (only the KV order config sets it)."""
+    def required_int(name: str) -> int:
+        value = fields.get(name)
+        if value is None:
+            raise ValueError(f"the custom field <{name}> is null")
+        return int(value)
+
+    filter_type = fields.get("topicFilterType")
+    if filter_type not in TOPIC_FILTER_TYPES:
+        raise ValueError(f"No enum constant TopicFilterType.{filter_type}")
+    sys_flag = fields.get("topicSysFlag")
+    return TopicConfig(fields["topic"], required_int("readQueueNums"), required_int("writeQueueNums"),
+                       required_int("perm"), filter_type, int(sys_flag) if sys_flag is not None else 0)
+
+
+# --- GET_BROKER_CONFIG (26) ---------------------------------------------------------------------------
+
+def properties_text(properties: Mapping[str, object]) -> str:
+    """MixAll.properties2String: `key=value\\n` each, booleans as Java prints them. Java walks a
+    Properties (Hashtable) in its hash order; the lab writes keys sorted — tools read it as a
+    Properties, where order does not matter."""
+    def text(v: object) -> str:
+        return ("true" if v else "false") if isinstance(v, bool) else str(v)
+
+    return "".join(f"{k}={text(properties[k])}\n" for k in sorted(properties) if properties[k] is not None)
+
+
+def data_version_json(version: DataVersion) -> str:
+    """Configuration.getDataVersionJson: DataVersion's two fields, alphabetical."""
+    return f'{{"counter":{version.counter},"timestamp":{version.timestamp}}}'
+
+
+# --- GET_BROKER_RUNTIME_INFO (28) ---------------------------------------------------------------------
+
+def tps_text(figures: Iterable[float]) -> str:
+    """StoreStatsService.getPutTps() and kin: the 10 s, 60 s and 600 s rates, space-separated,
+    each as Java's String.valueOf(double)."""
+    return " ".join(java_double(f) for f in figures)
+
+
+def human_readable_byte_count(n: int) -> str:
+    """MixAll.humanReadableByteCount(bytes, si=false)."""
+    if n < 1024:
+        return f"{n} B"
+    exp = int(math.log(n) / math.log(1024))
+    return f"{n / 1024 ** exp:.1f} {'KMGTPE'[exp - 1]}iB"
+
+
+def format_runtime(millis: int) -> str:
+    """StoreStatsService.getFormatRuntime."""
+    day, hour, minute = 86_400_000, 3_600_000, 60_000
+    return (f"[ {millis // day} days, {millis % day // hour} hours, {millis % hour // minute} minutes, "
+            f"{millis % minute // 1000} seconds ]")
+
+
+def disk_used_ratio(path) -> float:
+    """UtilAll.getDiskPartitionSpaceUsedPercent: -1 for a path that does not exist."""
+    try:
+        usage = shutil.disk_usage(path)
+    except OSError:
+        return -1.0
+    return (usage.total - usage.free) / usage.total if usage.total else -1.0
+
+
+def runtime_info(*, stats: BrokerStats, store: MessageStore, now: float, now_ms: int, boot_ms: int) -> Bean:
+    """The KVTable of GET_BROKER_RUNTIME_INFO: StoreStatsService.getRuntimeInfo, then
+    DefaultMessageStore.getRuntimeInfo, then AdminBrokerProcessor.prepareRuntimeInfo, put into one
+    HashMap(64) in that order — every value a string.
+
+    Real figures: bootTimestamp, runtime, putMessageTimesTotal/SizeTotal/AverageSize, the TPS
+    triples, msgPutTotalTodayNow / msgGetTotalTodayNow (since this broker's boot),
+    commitLogMaxOffset, earliestMessageTimeStamp, and the disk figures in sockets mode. Zero because
+    the lab has none of it: thread-pool queues, dispatch lag, page-cache locks; the *Morning figures
+    stay 0 until a midnight the lab does not model. No scheduleMessageOffset_* (no delay levels)."""
+    puts = stats.puts.total
+    times_total = puts or 1  # StoreStatsService divides by at least 1
+    table: list[tuple[str, str]] = [
+        ("bootTimestamp", str(boot_ms)),
+        ("runtime", format_runtime(max(0, now_ms - boot_ms))),
+        ("putMessageEntireTimeMax", "0"),
+        ("putMessageTimesTotal", str(times_total)),
+        ("putMessageSizeTotal", str(stats.put_size_total)),
+        ("putMessageDistributeTime", "".join(f"{d}:{puts if i == 0 else 0} " for i, d in enumerate(PUT_TIME_BUCKETS))),
+        ("putMessageAverageSize", java_double(stats.put_size_total / times_total)),
+        ("dispatchMaxBuffer", "0"),
+        ("getMessageEntireTimeMax", "0"),
+        ("putTps", tps_text(stats.put_tps(now))),
+        ("getFoundTps", tps_text(stats.pulls_found_tps(now))),
+        ("getMissTps", tps_text(stats.pulls_miss_tps(now))),
+        ("getTotalTps", tps_text(stats.pulls_total_tps(now))),
+        ("getTransferedTps", tps_text(stats.get_transfered_tps(now))),
+    ]
+    if store.path is not None:  # the commit log's directory; a simulated store has none
+        ratio = disk_used_ratio(store.path.parent)
+        table += [(f"commitLogDiskRatio_{store.path.parent}", java_double(ratio)),
+                  ("commitLogDiskRatio", java_double(ratio)), ("consumeQueueDiskRatio", java_double(ratio))]
+    else:
+        table += [("commitLogDiskRatio", java_double(-1.0)), ("consumeQueueDiskRatio", java_double(-1.0))]
+    table += [
+        ("commitLogMinOffset", "0"),
+        ("commitLogMaxOffset", str(store.max_physical_offset)),
+        ("brokerVersionDesc", BROKER_VERSION_DESC),
+        ("brokerVersion", str(BROKER_VERSION)),
+        ("msgPutTotalYesterdayMorning", "0"),
+        ("msgPutTotalTodayMorning", "0"),
+        ("msgPutTotalTodayNow", str(puts)),
+        ("msgGetTotalYesterdayMorning", "0"),
+        ("msgGetTotalTodayMorning", "0"),
+        ("msgGetTotalTodayNow", str(stats.gets.total)),
+        ("sendThreadPoolQueueSize", "0"),
+        ("sendThreadPoolQueueCapacity", "10000"),
+        ("pullThreadPoolQueueSize", "0"),
+        ("pullThreadPoolQueueCapacity", "100000"),
+        ("queryThreadPoolQueueSize", "0"),
+        ("queryThreadPoolQueueCapacity", "20000"),
+        ("EndTransactionQueueSize", "0"),
+        ("EndTransactionThreadPoolQueueCapacity", "100000"),
+        ("dispatchBehindBytes", "0"),
+        ("pageCacheLockTimeMills", "0"),
+        ("sendThreadPoolQueueHeadWaitTimeMills", "0"),
+        ("pullThreadPoolQueueHeadWaitTimeMills", "0"),
+        ("queryThreadPoolQueueHeadWaitTimeMills", "0"),
+        ("earliestMessageTimeStamp", str(store.earliest_message_time())),
+        ("startAcceptSendRequestTimeStamp", "0"),
+        ("remainTransientStoreBufferNumbs", str(2**31 - 1)),  # Integer.MAX_VALUE: no transient pool
+        ("remainHowManyDataToFlush", human_readable_byte_count(0)),  # flushed before each reply
+    ]
+    if store.path is not None:
+        try:
+            usage = shutil.disk_usage(store.path.parent)
+            table.append(("commitLogDirCapacity", f"Total : {human_readable_byte_count(usage.total)}, "
+                                                  f"Free : {human_readable_byte_count(usage.free)}."))
+        except OSError:
+            pass
+    return Bean(table=hash_map(table, initial_capacity=64))
+
+
+# --- MessageQueue-keyed tables ------------------------------------------------------------------------
+
+def message_queue(topic: str, broker_name: str, queue_id: int) -> Bean:
+    return Bean(brokerName=broker_name, queueId=queue_id, topic=topic)
+
+
+def _by_message_queue(entries: list[tuple[tuple[str, int], Bean]], broker_name: str) -> JMap:
+    """A HashMap<MessageQueue, V> of ((topic, queueId), value) puts, in its iteration order."""
+    values = dict(entries)
+    order = hash_order(values, lambda k: message_queue_hash(k[0], broker_name, k[1]))
+    return JMap((message_queue(t, broker_name, q), values[(t, q)]) for t, q in order)
+
+
+def topic_stats_table(config: TopicConfig, broker_name: str, store: MessageStore) -> Bean:
+    """TopicStatsTable over the topic's write queues: min and max offset, and the store time of the
+    last message (0 for an empty queue)."""
+    entries = []
+    for queue_id in range(config.write_queue_nums):
+        min_offset = max(0, store.min_offset(config.topic_name, queue_id))
+        max_offset = max(0, store.max_offset(config.topic_name, queue_id))
+        last = store.store_time(config.topic_name, queue_id, max_offset - 1) if max_offset > 0 else 0
+        entries.append(((config.topic_name, queue_id),
+                        Bean(lastUpdateTimestamp=last, maxOffset=max_offset, minOffset=min_offset)))
+    return Bean(offsetTable=_by_message_queue(entries, broker_name))
+
+
+# --- consume stats (208, 317) -------------------------------------------------------------------------
+
+def topics_by_consumer(store: MessageStore, group: str) -> list[str]:
+    """ConsumerOffsetManager.whichTopicByConsumer: topics `group` has committed offsets on."""
+    return list(dict.fromkeys(t for g, t, _ in store.consumer_offsets if g == group))
+
+
+def groups_by_topic(store: MessageStore, topic: str) -> list[str]:
+    """ConsumerOffsetManager.whichGroupByTopic."""
+    return list(dict.fromkeys(g for g, t, _ in store.consumer_offsets if t == topic))
+
+
+def _queue_offsets(store: MessageStore, group: str, topic: str, queue_id: int) -> Bean:
+    """OffsetWrapper: the queue's max offset, the group's committed offset (0 if none), and the
+    store time of the last message it consumed (0 if none)."""
+    broker_offset = max(0, store.max_offset(topic, queue_id))
+    consumer_offset = max(0, store.consumer_offsets.get((group, topic, queue_id), -1))
+    last = store.store_time(topic, queue_id, consumer_offset - 1) if consumer_offset > 0 else -1
+    return Bean(brokerOffset=broker_offset, consumerOffset=consumer_offset, lastTimestamp=last if last > 0 else 0)
+
+
+def consume_stats(group: str, topics: Iterable[str], *, select: Callable[[str], TopicConfig | None],
+                  consumers: ConsumerManager, store: MessageStore, stats: BrokerStats, broker_name: str,
+                  now: float, queues: str = "read", order_only: bool = False) -> tuple[Bean, int]:
+    """ConsumeStats of `group` over `topics` (skipping unknown topics, and topics the group's online
+    members do not subscribe to when they subscribe to any), and its total diff. getConsumeStats (208)
+    walks each topic's read queues, fetchAllConsumeStatsInBroker (317) its write queues."""
+    info = consumers.consumer_table.get(group)
+    entries, tps = [], 0.0
+    for topic in topics:
+        config = select(topic)
+        if config is None or (order_only and not config.order):
+            continue
+        if info is not None and info.subscription_table and topic not in info.subscription_table:
+            continue
+        nums = config.read_queue_nums if queues == "read" else config.write_queue_nums
+        entries += [((topic, q), _queue_offsets(store, group, topic, q)) for q in range(nums)]
+        tps += stats.group_get_tps(now, group, topic)
+    total_diff = sum(v["brokerOffset"] - v["consumerOffset"] for _, v in entries)
+    return Bean(consumeTps=float(tps), offsetTable=_by_message_queue(entries, broker_name)), total_diff
+
+
+def consume_stats_list(groups: Iterable[str], *, broker_addr: str, order_only: bool, **kwargs) -> Bean:
+    """ConsumeStatsList (317): for each group, [ConsumeStats per topic it has offsets on].
+
+    4.9.8 walks its SubscriptionGroupManager (every group that ever pulled, plus eight built-in
+    ones); the lab walks the groups it knows of — online or with offsets."""
+    stats_list, total_diff = [], 0
+    for group in groups:
+        per_topic = []
+        for topic in topics_by_consumer(kwargs["store"], group):
+            stats, diff = consume_stats(group, [topic], queues="write", order_only=order_only, **kwargs)
+            if stats["offsetTable"]:  # empty: the topic was skipped
+                per_topic.append(stats)
+                total_diff += diff
+        stats_list.append(JMap([(group, per_topic)]))
+    return Bean(brokerAddr=broker_addr, consumeStatsList=stats_list, totalDiff=total_diff)
+
+
+# --- connections (203, 204) and GroupList (300) -------------------------------------------------------
+
+def connection(info: ClientChannelInfo, client_addr: str) -> Bean:
+    return Bean(clientAddr=client_addr, clientId=info.client_id, language=info.language, version=info.version)
+
+
+def consumer_connection(info: ConsumerGroupInfo, addr_of: Callable[[object], str]) -> Bean:
+    """ConsumerConnection: the group's connections (a HashSet keyed by enum identity hashes in Java,
+    so in no reproducible order; here in arrival order), its subscriptionTable by topic, and how it
+    consumes."""
+    subscriptions = hash_map((topic, _subscription(sub)) for topic, sub in info.subscription_table.items())
+    return Bean(connectionSet=[connection(ci, addr_of(ch)) for ch, ci in info.channel_info_table.items()],
+                consumeFromWhere=info.consume_from_where, consumeType=info.consume_type,
+                messageModel=info.message_model, subscriptionTable=subscriptions)
+
+
+def _subscription(sub: Mapping[str, object]) -> Bean:
+    """SubscriptionData: tagsSet and codeSet are HashSets."""
+    return Bean({**sub, "tagsSet": hash_order(sub["tagsSet"]),
+                 "codeSet": hash_order(sub["codeSet"], lambda code: code)})
+
+
+def producer_connection(channels: Mapping[object, ClientChannelInfo], addr_of: Callable[[object], str]) -> Bean:
+    return Bean(connectionSet=[connection(ci, addr_of(ch)) for ch, ci in channels.items()])
+
+
+def group_list(groups: Iterable[str]) -> Bean:
+    """GroupList: a HashSet<String>."""
+    return Bean(groupList=hash_order(groups))

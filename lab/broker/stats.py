@@ -1,0 +1,96 @@
+"""BrokerStats: what a broker counts of its own traffic, for GET_BROKER_RUNTIME_INFO and the
+consume TPS of GET_CONSUME_STATS. Pure: every call takes `now` (the clock, seconds).
+
+RocketMQ 4.9.8 keeps these in three places, all from the broker's boot (a restart starts them at 0,
+whatever the store holds):
+- BrokerStatsManager: BROKER_PUT_NUMS / BROKER_GET_NUMS (msgPutTotalTodayNow / msgGetTotalTodayNow)
+  and GROUP_GET_NUMS per topic@group, whose per-minute TPS is ConsumeStats.consumeTps;
+- StoreStatsService: putMessageTimesTotal / putMessageSizeTotal, and putTps / getTransferedTps as
+  "tps10 tps60 tps600" — the rate over the last 10, 60 and 600 s of its 1 s samples;
+- BrokerStats: the *Morning figures, snapshots taken at midnight (0 until the first midnight).
+
+Here traffic is counted in whole-second buckets, which is what the 1 s sampling sees. One
+difference: a Java broker younger than a window writes an empty figure for it (fewer samples than
+the window), which mqadmin clusterList then fails to parse; the lab divides by its uptime instead.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+
+TPS_WINDOWS = (10, 60, 600)  # seconds: StoreStatsService.getPutTps(10), (60), (600)
+GROUP_TPS_WINDOW = 60  # seconds: StatsItem.getStatsDataInMinute
+
+
+class _Rate:
+    """A count in whole-second buckets over the last `keep` seconds, and its total."""
+
+    def __init__(self, keep: int):
+        self.keep = keep
+        self.total = 0
+        self._buckets: deque[list[int]] = deque()  # [second, count], oldest first
+
+    def add(self, now: float, count: int = 1) -> None:
+        second = math.floor(now)
+        if self._buckets and self._buckets[-1][0] == second:
+            self._buckets[-1][1] += count
+        else:
+            self._buckets.append([second, count])
+        while self._buckets[0][0] <= second - self.keep:
+            self._buckets.popleft()
+        self.total += count
+
+    def tps(self, now: float, window: int, uptime: float) -> float:
+        """Per second over the last `window` seconds (or the uptime, if shorter; at least 1 s)."""
+        since = math.floor(now) - window
+        count = sum(c for s, c in self._buckets if s > since)
+        return count / max(1.0, min(float(window), uptime))
+
+
+class BrokerStats:
+    def __init__(self, boot: float):
+        self.boot = boot  # clock seconds when the broker (its store service) started
+        self.puts = _Rate(max(TPS_WINDOWS))
+        self.put_size_total = 0
+        self.gets = _Rate(max(TPS_WINDOWS))  # messages handed out by pulls
+        self.group_gets: dict[tuple[str, str], _Rate] = {}  # (topic, group)
+        self.pulls_found = _Rate(max(TPS_WINDOWS))  # pulls that found messages (getFoundTps)
+        self.pulls_miss = _Rate(max(TPS_WINDOWS))  # pulls that found none (getMissTps)
+
+    def on_put(self, now: float, size: int) -> None:
+        self.puts.add(now)
+        self.put_size_total += size
+
+    def on_get(self, now: float, group: str, topic: str, count: int) -> None:
+        self.gets.add(now, count)
+        rate = self.group_gets.get((topic, group))
+        if rate is None:
+            rate = self.group_gets[(topic, group)] = _Rate(GROUP_TPS_WINDOW)
+        rate.add(now, count)
+
+    def on_pull(self, now: float, found: bool) -> None:
+        (self.pulls_found if found else self.pulls_miss).add(now)
+
+    def uptime(self, now: float) -> float:
+        return max(0.0, now - self.boot)
+
+    def put_tps(self, now: float) -> tuple[float, ...]:
+        return tuple(self.puts.tps(now, w, self.uptime(now)) for w in TPS_WINDOWS)
+
+    def get_transfered_tps(self, now: float) -> tuple[float, ...]:
+        return tuple(self.gets.tps(now, w, self.uptime(now)) for w in TPS_WINDOWS)
+
+    def pulls_found_tps(self, now: float) -> tuple[float, ...]:
+        return tuple(self.pulls_found.tps(now, w, self.uptime(now)) for w in TPS_WINDOWS)
+
+    def pulls_miss_tps(self, now: float) -> tuple[float, ...]:
+        return tuple(self.pulls_miss.tps(now, w, self.uptime(now)) for w in TPS_WINDOWS)
+
+    def pulls_total_tps(self, now: float) -> tuple[float, ...]:
+        return tuple(f + m for f, m in zip(self.pulls_found_tps(now), self.pulls_miss_tps(now)))
+
+    def group_get_tps(self, now: float, group: str, topic: str) -> float:
+        """BrokerStatsManager.tpsGroupGetNums: messages per second `group` pulled of `topic`."""
+        rate = self.group_gets.get((topic, group))
+        return rate.tps(now, GROUP_TPS_WINDOW, self.uptime(now)) if rate else 0.0

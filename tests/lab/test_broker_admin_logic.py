@@ -1,0 +1,60 @@
+"""The pure parts of the admin answers: BrokerStats' rates, ProducerManager, and the text formats
+4.9.8 uses (StoreStatsService, MixAll, TopicValidator)."""
+
+from lab.broker import admin
+from lab.broker.producer_manager import ProducerManager
+from lab.broker.stats import BrokerStats
+from nameserver.routes import DataVersion
+
+
+def test_put_tps_is_the_rate_over_the_last_10_60_600_s_divided_by_the_uptime_while_younger():
+    stats = BrokerStats(boot=100.0)
+    for i in range(20):  # 20 puts at 2/s from t=100 to t=109.5
+        stats.on_put(100.0 + i * 0.5, 10)
+    # at t=110 (10 s old) the 10 s window holds whole seconds 101..110: 18 puts; the longer
+    # windows hold all 20 and divide by the uptime
+    assert stats.put_tps(110.0) == (1.8, 2.0, 2.0)
+    # at t=165: nothing in 156..165; seconds 106..109 (8 puts) in the last minute; all 20 in 65 s
+    assert stats.put_tps(165.0) == (0.0, 8 / 60, 20 / 65)
+    assert admin.tps_text(stats.put_tps(165.0)) == "0.0 0.13333333333333333 0.3076923076923077"
+    assert (stats.puts.total, stats.put_size_total) == (20, 200)
+    young = BrokerStats(boot=100.0)
+    young.on_put(100.1, 10)
+    assert young.put_tps(100.2) == (1.0, 1.0, 1.0)  # one put in the first 0.2 s: divided by at least 1 s
+
+
+def test_gets_count_messages_per_group_and_topic_over_a_minute():
+    stats = BrokerStats(boot=0.0)
+    stats.on_get(30.0, "cg", "T", 32)
+    stats.on_get(31.0, "other", "T", 5)
+    assert stats.gets.total == 37
+    assert stats.group_get_tps(60.0, "cg", "T") == 32 / 60
+    assert stats.group_get_tps(200.0, "cg", "T") == 0.0
+    assert stats.group_get_tps(60.0, "cg", "Unknown") == 0.0
+
+
+def test_producers_leave_with_their_connection_an_unregister_or_120_s_of_silence():
+    producers = ProducerManager()
+    producers.register_producer("pg", "c1", "ch1", 0.0, "CPP", 317)
+    producers.register_producer("pg", "c2", "ch2", 100.0)
+    assert [i.client_id for i in producers.get_group_channels("pg").values()] == ["c1", "c2"]
+    assert producers.scan_not_active_channel(121.0) == [("pg", "ch1")]
+    producers.do_channel_close_event("ch2")
+    assert producers.get_group_channels("pg") is None  # an empty group is gone: "not exist"
+
+
+def test_java_text_formats():
+    assert admin.human_readable_byte_count(0) == "0 B"
+    assert admin.human_readable_byte_count(1536) == "1.5 KiB"
+    assert admin.human_readable_byte_count(5 * 1024 ** 3) == "5.0 GiB"
+    assert admin.format_runtime(90_061_000) == "[ 1 days, 1 hours, 1 minutes, 1 seconds ]"
+    assert admin.data_version_json(DataVersion(1700000000000, 3)) == '{"counter":3,"timestamp":1700000000000}'
+    assert admin.properties_text({"b": True, "a": 1, "c": None}) == "a=1\nb=true\n"
+
+
+def test_topic_names_as_topic_validator_takes_them():
+    reserved = ("DefaultCluster", "broker-a")
+    assert admin.check_topic("Topic_1-a|%x", reserved) is None
+    assert admin.check_topic("   ", reserved) == "The specified topic is blank."
+    assert admin.check_topic(None, reserved) == "The specified topic is blank."
+    assert admin.check_topic("OFFSET_MOVED_EVENT", reserved) == "The topic[OFFSET_MOVED_EVENT] is conflict with system topic."
