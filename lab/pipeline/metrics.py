@@ -10,7 +10,7 @@ from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from .read import EMPTY_DIGEST, EOF
+from .read import EMPTY_DIGEST, EOF, SECOND
 
 # Faults that open a window on each of their targets, and the verbs that close it (heal closes
 # every network fault, whatever its targets). read.py has already made `all` every NameServer.
@@ -23,7 +23,7 @@ BLINDING = ["kill", "stop", "freeze", "isolate"]
 CENSOR_MARGIN = 2.0  # s: a producer still choosing the broker this close to the fault's end never stopped
 DOWN = "down"  # a stopped NameServer's state in the divergence timeline
 WINDOW_KEY = ["run", "fault_seq", "target"]
-TRAFFIC = ["producer.send", "producer.ack", "producer.failed", "consumer.consume"]
+TRAFFIC = ["producer.send", SECOND]  # the rows of messages; the rest are few
 GRID_KEY = ["scenario", "grid_label"]
 
 
@@ -36,43 +36,53 @@ def _ratio(num: Column, den: Column) -> Column:
 
 
 def compute(events: DataFrame) -> dict[str, DataFrame]:
-    """Every table of the report, by name (docs/pipeline.md). `events` should be cached."""
-    # Messages are nine records in ten; everything but the message tables reads only the rest.
-    control = _keep(events.filter(~F.col("kind").isin(*TRAFFIC)))
-    runs = _keep(run_info(control))
-    nameservers = _keep(node_roles(control).filter(F.col("role") == "nameserver")
+    """Every table of the report, by name (docs/pipeline.md). `events` should be kept (keep)."""
+    # Send attempts and counted seconds are most rows; everything but the message tables reads only
+    # the rest: few rows, read by a dozen jobs, so in one partition (a task per split costs more than its scan).
+    control = keep(events.filter(~F.col("kind").isin(*TRAFFIC)).coalesce(1))
+    runs = small(run_info(control))
+    nameservers = small(node_roles(control).filter(F.col("role") == "nameserver")
                         .select("run", F.col("node").alias("ns")))
-    brokers = _keep(_of(control, "broker.start").groupBy("run", "node")
+    brokers = small(_of(control, "broker.start").groupBy("run", "node")
                     .agg(F.min("address").alias("address"), F.min("broker_name").alias("broker_name"),
                          F.min("broker_id").alias("broker_id")))
-    msgs = _keep(messages(events))
-    windows = _keep(fault_windows(control, runs))
+    windows = small(fault_windows(control, runs))
     tables = {
         "faults": windows,
-        "availability": _keep(availability(msgs)),
-        "detection": _keep(detection(control, windows, brokers, nameservers)),
-        "blind": _keep(blind_windows(events, windows, brokers)),
-        "removals": _keep(removals(control, windows, brokers)),
-        "divergence": _keep(divergence(control, nameservers, runs)),
-        "recovery": _keep(recovery(control, nameservers)),
+        "availability": small(availability(events)),
+        "detection": small(detection(control, windows, brokers, nameservers)),
+        "blind": small(blind_windows(events, windows, brokers)),
+        "removals": small(removals(control, windows, brokers)),
+        "divergence": small(divergence(control, nameservers, runs)),
+        "recovery": small(recovery(control, nameservers)),
     }
-    points = _keep(grid_points(runs))
-    tables["runs"] = _keep(per_run(runs, msgs, tables, points))
+    points = small(grid_points(runs))
+    tables["runs"] = small(per_run(runs, message_counts(control), tables, points))
     sound = tables["runs"].filter(F.col("problem").isNull() & F.col("scenario").isNotNull())
-    tables["grid"] = _keep(per_grid(tables, sound, points))
-    tables["grid_availability"] = _keep(grid_availability(tables["availability"], sound, points))
-    tables["send_latency"] = _keep(send_latency(events, sound, points))
+    tables["grid"] = small(per_grid(tables, sound, points))
+    tables["grid_availability"] = small(grid_availability(tables["availability"], sound, points))
+    tables["send_latency"] = small(send_latency(events, sound, points))
     return tables
 
 
-def _keep(table: DataFrame) -> DataFrame:
+def keep(table: DataFrame, partitions: int | None = None) -> DataFrame:
     """Kept on the executors: the tables build on each other, and without this every later plan
     would carry (and recompute) all the plans before it. Locally, computed now with its lineage cut
-    (localCheckpoint); on a cluster, where a lost executor must be able to recompute its part, only
-    persisted (lazily, spilling to disk)."""
+    (localCheckpoint), then read in `partitions` tasks when given: computed in many (every core
+    busy), read by many small jobs in few (a task per split costs more than its scan). On a
+    cluster, where a lost executor must be able to recompute its part, only persisted (lazily,
+    spilling to disk) and left as it is: a coalesce there would compute it in fewer tasks."""
     if table.sparkSession.sparkContext.master.startswith("local"):
-        return table.localCheckpoint()
+        kept = table.localCheckpoint()
+        return kept.coalesce(partitions) if partitions else kept
     return table.persist(StorageLevel.MEMORY_AND_DISK)
+
+
+def small(table: DataFrame) -> DataFrame:
+    """Kept (keep), and broadcast to the joins that read it: a table of a row per run, fault, node
+    or second. Spark's estimate of a kept table's size compounds those of every join that made
+    it, so it would shuffle both sides of every join instead (a dozen stages for a few rows)."""
+    return F.broadcast(keep(table))
 
 
 # --- what each run is ------------------------------------------------------------------------------
@@ -122,30 +132,20 @@ def node_roles(events: DataFrame) -> DataFrame:
 
 # --- messages and availability ---------------------------------------------------------------------
 
-def messages(events: DataFrame) -> DataFrame:
-    """One row per message: when its first attempt started, attempts, acked, failed, times consumed."""
-    kind = F.col("kind")
-    m = _of(events, *TRAFFIC).groupBy("run", "msg_id").agg(
-        F.min(F.when(kind == "producer.send", F.col("t") - F.coalesce("latency", F.lit(0.0)))).alias("send_t"),
-        F.min(F.when(kind == "producer.failed", F.col("t"))).alias("failed_t"),
-        F.count(F.when(kind == "producer.send", 1)).alias("attempts"),
-        F.count(F.when(kind == "producer.ack", 1)).alias("acks"),
-        F.count(F.when(kind == "consumer.consume", 1)).alias("consumed"))
-    acked = F.col("acks") > 0
-    # Only consumed (its send not in the log): not a message this run sent.
-    return (m.filter(F.col("send_t").isNotNull() | F.col("failed_t").isNotNull())
-            .select("run", "msg_id", F.coalesce("send_t", "failed_t").alias("sent_t"), "attempts",
-                    F.greatest(F.col("attempts") - 1, F.lit(0)).alias("retries"), acked.alias("acked"),
-                    F.col("failed_t").isNotNull().alias("failed"), "consumed",
-                    (acked & (F.col("consumed") == 0)).alias("lost"), (F.col("consumed") > 1).alias("duplicate")))
+def message_counts(events: DataFrame) -> DataFrame:
+    """Per run: its messages, acked, failed, lost, duplicates, retries and most retries of one
+    message, as the decoder counted them (read.count_messages) on the log's log.eof row."""
+    return _of(events, EOF).select("run", "messages", "acked", "failed", "lost", "duplicates", "retries",
+                                   "max_retries")
 
 
-def availability(msgs: DataFrame) -> DataFrame:
-    """Per run and second: of the messages whose first attempt started in it, how many were acked."""
-    return (msgs.groupBy("run", F.floor("sent_t").cast("int").alias("second"))
-            .agg(F.count("*").alias("messages"), F.sum(F.col("acked").cast("int")).alias("acked"),
-                 F.sum(F.col("failed").cast("int")).alias("failed"))
-            .withColumn("availability", F.col("acked") / F.col("messages")))
+def availability(events: DataFrame) -> DataFrame:
+    """Per run and second: of the messages whose first attempt started in it, how many were acked
+    (the decoder counted them per second: read.count_messages)."""
+    messages = F.coalesce("messages", F.lit(0)).alias("messages")  # never null: the schema a count has
+    return (_of(events, SECOND).filter(F.col("messages") > 0)
+            .select("run", F.col("t").cast("int").alias("second"), messages, "acked", "failed",
+                    (F.col("acked") / F.col("messages")).alias("availability")))
 
 
 # --- faults ----------------------------------------------------------------------------------------
@@ -330,12 +330,7 @@ def _in_grid_order(table: DataFrame, points: DataFrame, *then: str) -> DataFrame
             .orderBy(F.asc_nulls_last("point_index"), "scenario", "grid_label", *then).drop("point_index"))
 
 
-def per_run(runs: DataFrame, msgs: DataFrame, tables: dict[str, DataFrame], points: DataFrame) -> DataFrame:
-    counts = msgs.groupBy("run").agg(
-        F.count("*").alias("messages"), *[F.sum(F.col(c).cast("int")).alias(n) for c, n in
-                                          [("acked", "acked"), ("failed", "failed"), ("lost", "lost"),
-                                           ("duplicate", "duplicates"), ("retries", "retries")]],
-        F.max("retries").alias("max_retries"))
+def per_run(runs: DataFrame, counts: DataFrame, tables: dict[str, DataFrame], points: DataFrame) -> DataFrame:
     parts = [counts,
              tables["availability"].groupBy("run").agg(F.min("availability").alias("worst_second")),
              *_latencies(tables, ["run"]),

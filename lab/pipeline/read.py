@@ -3,16 +3,26 @@
 A DataFrame of (path, content) — Spark's binaryFile source, or on a cluster the driver's own files
 shipped to the executors — goes through `mapInArrow`: each executor decodes the msgpack records
 (lab.events.scan_events) into a pyarrow RecordBatch of flat rows: one column per field the metrics
-read, null where a kind has no such field. Only the kinds the metrics use become rows; each log ends
-with a synthetic `log.eof` row: `seq` is the log's record count, `t` its last record's, `problem` why
-the log cannot be trusted whole (null: it can).
+read, null where a kind has no such field. Only the kinds the metrics use become rows.
+
+The message records (producer.ack, producer.failed, consumer.consume: half of a log) are not rows:
+a message is all within one log, so the decoder counts them here, in one pass, rather than Spark
+shuffling them into a group per message. They become a `traffic.second` row per second of the run
+(its messages, acked and failed by first attempt; its ack and failure records by their own time)
+and the counts of the log's messages, on its `log.eof` row. producer.send stays a row per attempt:
+blind windows, send latency and the timeline need each attempt.
+
+Each log ends with a synthetic `log.eof` row: `seq` is the log's record count, `t` its last
+record's, `problem` why the log cannot be trusted whole (null: it can), and its message counts.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
+from collections import Counter
 import re
 from pathlib import Path
 from typing import Iterator
@@ -28,12 +38,14 @@ from lab.events import scan_events
 
 PATTERN = "*.events"  # what a directory given to `nslab report` is searched for (recursively)
 EOF = "log.eof"
+SECOND = "traffic.second"  # a second of a run's traffic, counted by the decoder
 
+# The kinds that become rows, and the ones counted into `traffic.second` and `log.eof` rows.
 KINDS = frozenset({
     "run.start", "run.end", "node.start", "node.stop", "broker.start", "chaos.fault",
-    "ns.register", "ns.remove", "ns.tables", "client.route", "check.result",
-    "producer.send", "producer.ack", "producer.failed", "consumer.consume",
+    "ns.register", "ns.remove", "ns.tables", "client.route", "check.result", "producer.send",
 })
+COUNTED = frozenset({"producer.send", "producer.ack", "producer.failed", "consumer.consume"})
 
 _string, _int, _double, _bool = StringType(), IntegerType(), DoubleType(), BooleanType()
 SCHEMA = StructType([
@@ -57,9 +69,16 @@ SCHEMA = StructType([
     # check.result's name, status and detail (`status` and `detail` mean other things in other kinds)
     StructField("check_name", _string), StructField("check_status", _string), StructField("check_detail", _string),
     StructField("problem", _string),  # log.eof: why the log cannot be trusted whole, null when it can
+    # Counted messages (docs/pipeline.md's Messages). traffic.second (`t` the second): the messages
+    # whose first attempt started in it, acked, failed, and the ack and failure records at it.
+    # log.eof: the log's messages, acked, failed, lost, duplicates, retries, max_retries.
+    *[StructField(name, LongType()) for name in ("messages", "acked", "failed", "ack_records", "failed_records",
+                                                 "lost", "duplicates", "retries", "max_retries")],
 ])
+_COUNTS = ("messages", "acked", "failed", "ack_records", "failed_records", "lost", "duplicates", "retries",
+           "max_retries")
 _DERIVED = ("targets", "digest", "grid", "grid_label", "config", "nodes",
-            "check_name", "check_status", "check_detail", "problem")
+            "check_name", "check_status", "check_detail", "problem", *_COUNTS)
 _COPIED = tuple(f.name for f in SCHEMA.fields[2:] if f.name not in _DERIVED)
 ARROW = to_arrow_schema(SCHEMA)
 # The copied fields as one Arrow struct: pyarrow converts a list of records to it in C++, picking
@@ -124,16 +143,87 @@ def _fits(value, kind: pa.DataType) -> bool:
         return False
 
 
+def _number(value) -> float | None:
+    """A field as Spark reads it into a double column: a number, else null."""
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _text(value) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def count_messages(records: list[dict]) -> tuple[list[dict], dict]:
+    """A log's messages, counted as docs/pipeline.md defines them (a msg_id with a producer.send or a
+    producer.failed; its time the start of its first attempt): the `traffic.second` rows and the
+    log's totals. Null fields count as Spark would count them (a record without `t` has no second)."""
+    per_msg: dict = {}  # msg_id -> [first attempt's start, first failure's t, attempts, acks, consumed]
+    ack_records, failed_records = Counter(), Counter()
+    for r in records:
+        kind = r.get("kind")
+        if kind not in COUNTED:
+            continue
+        m = per_msg.setdefault(_text(r.get("msg_id")), [None, None, 0, 0, 0])
+        t = _number(r.get("t"))
+        if kind == "producer.send":
+            m[2] += 1
+            if t is not None:
+                start = t - (_number(r.get("latency")) or 0.0)
+                m[0] = start if m[0] is None else min(m[0], start)
+        elif kind == "producer.ack":
+            m[3] += 1
+            if t is not None:
+                ack_records[math.floor(t)] += 1
+        elif kind == "producer.failed":
+            if t is not None:
+                m[1] = t if m[1] is None else min(m[1], t)
+                failed_records[math.floor(t)] += 1
+        else:
+            m[4] += 1
+    seconds: dict[int, list[int]] = {}  # second -> [messages, acked, failed]
+    totals = dict.fromkeys(("messages", "acked", "failed", "lost", "duplicates", "retries"), 0)
+    totals["max_retries"] = None
+    for send_t, failed_t, attempts, acks, consumed in per_msg.values():
+        if send_t is None and failed_t is None:
+            continue  # only consumed (its send not in the log): not a message this run sent
+        retries = max(attempts - 1, 0)
+        acked, failed = acks > 0, failed_t is not None
+        counts = seconds.setdefault(math.floor(send_t if send_t is not None else failed_t), [0, 0, 0])
+        counts[0] += 1
+        counts[1] += acked
+        counts[2] += failed
+        totals["messages"] += 1
+        totals["acked"] += acked
+        totals["failed"] += failed
+        totals["lost"] += acked and consumed == 0
+        totals["duplicates"] += consumed > 1
+        totals["retries"] += retries
+        totals["max_retries"] = max(totals["max_retries"] or 0, retries)
+    rows = []
+    for second in sorted(seconds.keys() | ack_records.keys() | failed_records.keys()):
+        messages, acked, failed = seconds.get(second, (0, 0, 0))
+        rows.append({"t": float(second), "messages": messages, "acked": acked, "failed": failed,
+                     "ack_records": ack_records[second], "failed_records": failed_records[second]})
+    return rows, totals
+
+
 def decode(run: str, content: bytes) -> pa.RecordBatch:
     """One log's rows, as one RecordBatch of ARROW's schema."""
     records, problem = scan_events(content)
     seqs = [i for i, r in enumerate(records) if r.get("kind") in KINDS]
     rows = [records[i] for i in seqs]
+    seconds, totals = count_messages(records)
+    n = len(rows)
+    rows += [{"kind": SECOND, "t": s["t"]} for s in seconds]
     last_t = next((r["t"] for r in reversed(records) if "t" in r), None)
     rows.append({"kind": EOF, "t": last_t})
-    seqs.append(len(records))
+    seqs += [len(records)] * (len(seconds) + 1)  # after every record
     copied = _copied(rows)
     derived = {name: [None] * len(rows) for name in _DERIVED}
+    for i, second in enumerate(seconds, n):
+        for name in ("messages", "acked", "failed", "ack_records", "failed_records"):
+            derived[name][i] = second[name]
+    for name, value in totals.items():
+        derived[name][-1] = value
     derived["problem"][-1] = problem
     start = records[0] if records and records[0].get("kind") == "run.start" else {}
     nameservers = sorted(str(n) for n, role in (start.get("nodes") or {}).items() if role == "nameserver")

@@ -49,7 +49,8 @@ def build(spark, inputs: list[str], store, progress: Callable[[str], None] = lam
     """Read every event log on the executors, compute, write REPORT_DIR through `store`; returns
     the summary. `progress` gets a short line before each stage: reading alone takes a while."""
     progress(f"reading event logs in {', '.join(map(str, inputs))}")
-    events = read.load(spark, inputs).cache()
+    # Kept as metrics keeps its tables: locally a checkpoint, which is cheaper to fill than a cache.
+    events = metrics.keep(read.load(spark, inputs), partitions=spark.sparkContext.defaultParallelism)
     logs, records = events.filter(F.col("kind") == read.EOF).agg(F.count("*"), F.sum("seq")).first()
     if not logs:
         raise ReportError(f"no event logs ({read.PATTERN}) in {', '.join(map(str, inputs))}")

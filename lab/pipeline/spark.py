@@ -139,11 +139,15 @@ def build(master: str | None = None, conf: dict[str, str] | None = None, python:
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # else a warning about the hostname
         # Short jobs on few cores: the C1 compiler alone starts Spark in half the time.
         java_opts += " -XX:TieredStopAtLevel=1"
-        # Few cores: few shuffle partitions; logs packed into small splits so that every core gets
-        # a fair share of the decoding (the default 128 MB split leaves one core idle at the end).
+        # Few cores: few shuffle partitions; logs packed into splits small enough that every core
+        # gets a fair share of the decoding (the default 128 MB split leaves one core idle at the
+        # end), big enough that each Python task decodes several logs (a task has its own cost: at
+        # 16 MB, a million events' decoding took 1-2 s longer). Listing a few dozen logs is quicker
+        # on the driver than as a Spark job (which Spark starts above 32 paths).
         settings |= {"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1",
                      "spark.sql.shuffle.partitions": str(2 * (os.cpu_count() or 1)),
-                     "spark.sql.files.maxPartitionBytes": "16m"}
+                     "spark.sql.files.maxPartitionBytes": "40m",
+                     "spark.sql.sources.parallelPartitionDiscovery.threshold": "10000"}
     else:
         check_reachable(url)
         if all(host.startswith(LOOPBACK) for host, _ in standalone_masters(url)) and standalone_masters(url):

@@ -11,6 +11,7 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from .metrics import GRID_KEY, node_roles
+from .read import SECOND
 
 # What a timeline lane is drawn from: a NameServer's hold on the faulted broker (register, remove,
 # its own start and stop), which node is which broker, and every send attempt's chosen broker group.
@@ -18,7 +19,7 @@ TIMELINE_KINDS = ["node.start", "node.stop", "broker.start", "ns.register", "ns.
 
 
 def compute(events: DataFrame, runs: DataFrame) -> dict[str, DataFrame]:
-    """The over-time tables by name (docs/pipeline.md). `events` should be cached."""
+    """The over-time tables by name (docs/pipeline.md). `events` should be kept (metrics.keep)."""
     sound = sound_runs(runs)
     return {"throughput": throughput(events, sound),
             "send_latency_over_time": send_latency_over_time(events, sound),
@@ -37,11 +38,10 @@ def throughput(events: DataFrame, runs: DataFrame) -> DataFrame:
 
     Every second of every run counts, quiet ones as 0: a run that acked nothing during a fault must
     pull the mean down, not drop out of it."""
-    kind = F.col("kind")
-    counts = (events.filter(kind.isin("producer.ack", "producer.failed"))
-              .groupBy("run", F.floor("t").cast("int").alias("second"))
-              .agg(F.count(F.when(kind == "producer.ack", 1)).alias("acked"),
-                   F.count(F.when(kind == "producer.failed", 1)).alias("failed")))
+    # The decoder counted the ack and failure records of each second (read.count_messages).
+    counts = (events.filter(F.col("kind") == SECOND)
+              .select("run", F.col("t").cast("int").alias("second"), F.col("ack_records").alias("acked"),
+                      F.col("failed_records").alias("failed")))
     last = F.floor(F.coalesce("end_t", F.lit(0.0))).cast("int")
     seconds = runs.select("run", *GRID_KEY, F.explode(F.sequence(F.lit(0), last)).alias("second"))
     return (seconds.join(counts, ["run", "second"], "left").fillna(0, subset=["acked", "failed"])
