@@ -114,7 +114,9 @@ class EventFeed:
         listener.listen(16)
         listener.settimeout(ACCEPT_POLL)
         self._listener = listener
-        self._spawn(self._accept, "nslab-feed-accept")
+        # Not in _threads: close() does not wait for it (it notices the close within ACCEPT_POLL),
+        # or every run would end ACCEPT_POLL later.
+        threading.Thread(target=self._accept, name="nslab-feed-accept", daemon=True).start()
 
     def _spawn(self, target, name: str, *args) -> None:
         thread = threading.Thread(target=target, args=args, name=name, daemon=True)
