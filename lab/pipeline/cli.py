@@ -97,16 +97,21 @@ def run_sweep(args: argparse.Namespace) -> int:
     from . import storage, sweep
     from .spark import SparkSetupError, session
 
+    # A local --out is checked before Spark's slow start; a URI needs Spark, and --force deletes
+    # nothing until Spark is up.
+    early = not storage.is_uri(args.out) and not args.force
     try:
         specs = sweep.plan(args.scenario, args.seeds, args.set)
-        if not storage.is_uri(args.out) and not args.force:  # a local --out is checked before Spark's slow start
-            sweep.prepare_out(storage.open_store(args.out), specs, args.seeds, resume=args.resume, force=False)
+        if early:
+            store = storage.open_store(args.out)
+            kept = sweep.prepare_out(store, specs, args.seeds, resume=args.resume, force=False)
     except (ScenarioError, ConfigError, sweep.SweepError, storage.StoreError) as e:
         return _fail("sweep", e)
     try:
         with session(args.master, args.python) as spark:
-            store = storage.open_store(args.out, spark)
-            kept = sweep.prepare_out(store, specs, args.seeds, resume=args.resume, force=args.force)
+            if not early:
+                store = storage.open_store(args.out, spark)
+                kept = sweep.prepare_out(store, specs, args.seeds, resume=args.resume, force=args.force)
             done = {record["log"] for record in kept}
             todo = [spec for spec in specs if spec.log not in done]
             print(f"sweep {specs[0].scenario}: {len(specs) // args.seeds} grid points x {args.seeds} seeds = "

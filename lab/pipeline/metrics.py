@@ -58,11 +58,16 @@ def compute(events: DataFrame) -> dict[str, DataFrame]:
     }
     points = small(grid_points(runs))
     tables["runs"] = small(per_run(runs, message_counts(control), tables, points))
-    sound = tables["runs"].filter(F.col("problem").isNull() & F.col("scenario").isNotNull())
+    sound = sound_runs(tables["runs"])
     tables["grid"] = small(per_grid(tables, sound, points))
     tables["grid_availability"] = small(grid_availability(tables["availability"], sound, points))
     tables["send_latency"] = small(send_latency(events, sound, points))
     return tables
+
+
+def sound_runs(runs: DataFrame) -> DataFrame:
+    """The runs the aggregates count: a whole log (no `problem`) of a run (its run.start read)."""
+    return runs.filter(F.col("problem").isNull() & F.col("scenario").isNotNull())
 
 
 def keep(table: DataFrame, partitions: int | None = None) -> DataFrame:

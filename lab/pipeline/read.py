@@ -23,7 +23,6 @@ import json
 import math
 import os
 from collections import Counter
-import re
 from pathlib import Path
 from typing import Iterator
 
@@ -36,6 +35,8 @@ from pyspark.sql.types import (ArrayType, BooleanType, DoubleType, IntegerType, 
 
 from lab.events import scan_events
 
+from .storage import is_uri
+
 PATTERN = "*.events"  # what a directory given to `nslab report` is searched for (recursively)
 EOF = "log.eof"
 SECOND = "traffic.second"  # a second of a run's traffic, counted by the decoder
@@ -47,6 +48,8 @@ KINDS = frozenset({
 })
 COUNTED = frozenset({"producer.send", "producer.ack", "producer.failed", "consumer.consume"})
 
+_COUNTS = ("messages", "acked", "failed", "ack_records", "failed_records", "lost", "duplicates", "retries",
+           "max_retries")
 _string, _int, _double, _bool = StringType(), IntegerType(), DoubleType(), BooleanType()
 SCHEMA = StructType([
     StructField("run", _string, False),  # the log's path
@@ -72,11 +75,8 @@ SCHEMA = StructType([
     # Counted messages (docs/pipeline.md's Messages). traffic.second (`t` the second): the messages
     # whose first attempt started in it, acked, failed, and the ack and failure records at it.
     # log.eof: the log's messages, acked, failed, lost, duplicates, retries, max_retries.
-    *[StructField(name, LongType()) for name in ("messages", "acked", "failed", "ack_records", "failed_records",
-                                                 "lost", "duplicates", "retries", "max_retries")],
+    *[StructField(name, LongType()) for name in _COUNTS],
 ])
-_COUNTS = ("messages", "acked", "failed", "ack_records", "failed_records", "lost", "duplicates", "retries",
-           "max_retries")
 _DERIVED = ("targets", "digest", "grid", "grid_label", "config", "nodes",
             "check_name", "check_status", "check_detail", "problem", *_COUNTS)
 _COPIED = tuple(f.name for f in SCHEMA.fields[2:] if f.name not in _DERIVED)
@@ -245,7 +245,6 @@ def decode_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch
 
 # --- finding the logs, on the driver ---------------------------------------------------------------
 
-_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:")  # a scheme (two letters at least: not a drive letter)
 LOGS = "path string, content binary"
 
 
@@ -296,8 +295,8 @@ def load(spark: SparkSession, inputs: list[str]) -> DataFrame:
     read whatever its name. Locally everything goes through binaryFile; on a cluster the driver ships
     its plain paths' logs itself and executors read only the URIs."""
     inputs = [str(i) for i in inputs]
-    uris = [i for i in inputs if _URI.match(i)]
-    local = _local_logs([i for i in inputs if not _URI.match(i)])
+    uris = [i for i in inputs if is_uri(i)]
+    local = _local_logs([i for i in inputs if not is_uri(i)])
     listed = _listed(spark, uris) if uris else set()
     if spark.sparkContext.master.startswith("local"):
         paths = sorted(set(local) | listed)

@@ -69,7 +69,6 @@ def build(spark, inputs: list[str], store, progress: Callable[[str], None] = lam
     runs = rows["runs"]
     for run in runs:
         run["log"] = run["run"].rsplit("/", 1)[-1]
-    rows["grid"] = in_grid_order(rows["grid"], runs)
     sound = [r for r in runs if not left_out_because(r)]
     left_out = [{**r, "problem": left_out_because(r)} for r in runs if left_out_because(r)]
     progress("drawing plots")
@@ -110,17 +109,6 @@ def arrow_rows(table: pa.Table) -> list[dict]:
             if row[name] is not None:
                 row[name] = dict(row[name])
     return rows
-
-
-def in_grid_order(grid: list[dict], runs: list[dict]) -> list[dict]:
-    """Grid points in the order the sweep gave them (grid_index, the grid table's or the lowest of
-    its runs'), where the logs say; otherwise as the grid table has them."""
-    index = {}
-    for r in [*runs, *grid]:
-        if r.get("grid_index") is not None:
-            key = plots.point_key(r)
-            index[key] = min(index.get(key, r["grid_index"]), r["grid_index"])
-    return sorted(grid, key=lambda row: index.get(plots.point_key(row), float("inf")))
 
 
 def _rounded(row: dict) -> dict:

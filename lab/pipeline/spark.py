@@ -159,7 +159,7 @@ def build(master: str | None = None, conf: dict[str, str] | None = None, python:
     try:
         context = SparkContext(conf=spark_conf, gateway=_quiet_gateway(spark_conf))
     except Exception as e:  # py4j's page of traceback says less than its first line
-        raise SparkSetupError(f"Spark did not start on {url}: {_first_line(e)}") from None
+        raise SparkSetupError(f"Spark did not start on {url}: {first_line(e)}") from None
     context.setLogLevel("ERROR")
     spark = SparkSession(context)
     if not local:
@@ -175,7 +175,8 @@ def build(master: str | None = None, conf: dict[str, str] | None = None, python:
     return spark
 
 
-def _first_line(error: BaseException) -> str:
+def first_line(error: BaseException) -> str:
+    """A py4j error's Java exception (or any error) in its first line: what a user can act on."""
     java = getattr(error, "java_exception", None)
     text = (str(java.toString()) if java is not None else str(error)).strip()
     return text.splitlines()[0] if text else type(error).__name__
@@ -254,7 +255,7 @@ def _python_error(error: BaseException) -> str:
     """Why a task failed, out of its traceback: the reason of its last attempt."""
     text = str(getattr(error, "java_exception", None) or error)
     found = re.search(r"(Cannot run program .*?)(?:\n|$)", text) or re.search(r"\): ([^\n]+)", text)
-    return found.group(1).strip() if found else _first_line(error)
+    return found.group(1).strip() if found else first_line(error)
 
 
 # What the JVM says at every start that tells a user nothing: Spark 4 runs with the incubating

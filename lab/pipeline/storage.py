@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import tempfile
 from pathlib import Path
+
+from .spark import first_line
 
 _UMASK = os.umask(0o022)
 os.umask(_UMASK)  # read once: files get the mode open() would give them, not mkstemp's 0600
@@ -108,8 +111,6 @@ class LocalStore(Store):
             raise StoreError(f"cannot write {path}: {e.strerror or e}") from None
 
     def delete(self, name: str) -> None:
-        import shutil
-
         path = self.root / name
         if path.is_dir():
             shutil.rmtree(path)
@@ -165,8 +166,8 @@ class HadoopStore(Store):
 
     def write_bytes(self, name: str, data: bytes) -> None:
         final = self._path(self.child(name))
-        parent, base = name.rpartition("/")[0], name.rpartition("/")[2]
-        tmp = self._path(self.child(f"{parent + '/' if parent else ''}.{base}.{os.getpid()}.tmp"))
+        parent, slash, base = name.rpartition("/")
+        tmp = self._path(self.child(f"{parent}{slash}.{base}.{os.getpid()}.tmp"))
 
         def go():
             out = self._fs.create(tmp, True)
@@ -192,9 +193,7 @@ class HadoopStore(Store):
 
 def _java_reason(error: Exception) -> str:
     """The first line of a Java exception, without py4j's wrapping: what a user can act on."""
-    java = getattr(error, "java_exception", None)
-    text = str(java.toString()) if java is not None else str(error)
-    first = text.strip().splitlines()[0] if text.strip() else type(error).__name__
+    first = first_line(error)
     scheme = re.search(r'No FileSystem for scheme "?([^"\s]+)"?', first)
     missing = re.search(r"ClassNotFoundException: Class (\S+) not found", first)
     if scheme or missing:

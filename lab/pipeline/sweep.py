@@ -123,11 +123,8 @@ class Manifest:
     """sweep.json: the sweep's identity and every run's outcome, rewritten as runs arrive."""
 
     def __init__(self, store: Store, specs: list[RunSpec], seeds: int):
-        first = specs[0]
         self.store = store
-        self.head = {"scenario": first.scenario,
-                     "scenario_sha256": hashlib.sha256(first.scenario_text.encode()).hexdigest(),
-                     "seeds": seeds, "grid": _points(specs)}
+        self.head = identity(specs, seeds)
         self.runs: dict[str, dict] = {}
         self.written = 0.0
         self.lock = threading.Lock()
@@ -148,8 +145,11 @@ class Manifest:
         self.written = time.monotonic()
 
 
-def _points(specs: list[RunSpec]) -> list[dict[str, str]]:
-    return [spec.grid for spec in specs if spec.seed == specs[0].seed]
+def identity(specs: list[RunSpec], seeds: int) -> dict:
+    """What sweep.json says the sweep is: --resume continues only the same scenario text and grid."""
+    first = specs[0]
+    return {"scenario": first.scenario, "scenario_sha256": hashlib.sha256(first.scenario_text.encode()).hexdigest(),
+            "seeds": seeds, "grid": [spec.grid for spec in specs if spec.seed == first.seed]}
 
 
 def prepare_out(store: Store, specs: list[RunSpec], seeds: int, *, resume: bool, force: bool) -> list[dict]:
@@ -173,7 +173,7 @@ def prepare_out(store: Store, specs: list[RunSpec], seeds: int, *, resume: bool,
         old = json.loads(store.read_text(MANIFEST))
     except (ValueError, UnicodeDecodeError) as e:
         raise SweepError(f"--resume: {store.child(MANIFEST)} is not valid JSON ({e}): use --force") from None
-    mine = Manifest(store, specs, seeds).head
+    mine = identity(specs, seeds)
     for key, what in (("scenario", "scenario"), ("scenario_sha256", "scenario text"), ("grid", "grid")):
         if old.get(key) != mine[key]:
             raise SweepError(f"--resume: {store.uri} holds a sweep with another {what} "

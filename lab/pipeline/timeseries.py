@@ -10,7 +10,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from .metrics import GRID_KEY, node_roles
+from .metrics import GRID_KEY, node_roles, sound_runs
 from .read import SECOND
 
 # What a timeline lane is drawn from: a NameServer's hold on the faulted broker (register, remove,
@@ -24,13 +24,6 @@ def compute(events: DataFrame, runs: DataFrame) -> dict[str, DataFrame]:
     return {"throughput": throughput(events, sound),
             "send_latency_over_time": send_latency_over_time(events, sound),
             "timeline": timeline(events, sound)}
-
-
-def sound_runs(runs: DataFrame) -> DataFrame:
-    """The runs the aggregates count: a whole log (no `problem`) of a run (its run.start read)."""
-    if "problem" in runs.columns:
-        runs = runs.filter(F.col("problem").isNull())
-    return runs.filter(F.col("scenario").isNotNull())
 
 
 def throughput(events: DataFrame, runs: DataFrame) -> DataFrame:

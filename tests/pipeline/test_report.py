@@ -102,7 +102,7 @@ def tables(built):
 def drawing(tables):
     """The report's figures, drawn again from its own tables (build closes the ones it wrote)."""
     runs = [r for r in tables["runs"] if not r.get("problem")]
-    drawn = plots.draw({**tables, "grid": report.in_grid_order(tables["grid"], runs), "runs": runs})
+    drawn = plots.draw({**tables, "runs": runs})
     yield {plot.name: plot.figure for plot in drawn.plots}
     plt.close("all")
 
@@ -289,15 +289,6 @@ def test_a_torn_log_is_listed_apart_with_its_problem(tables, html):
     assert torn["problem"]
     left = html.split("<h2>Left out of the aggregates</h2>")[1]
     assert "poll30-s2.events" in left and torn["problem"] in left
-
-
-def test_grid_points_keep_the_order_the_sweep_gave():
-    grid = [{"scenario": "s", "grid_label": "poll=10s"}, {"scenario": "s", "grid_label": "poll=30s"},
-            {"scenario": "s", "grid_label": "poll=5s"}]
-    runs = [{"scenario": "s", "grid_label": label, "grid_index": index}
-            for label, index in [("poll=5s", 0), ("poll=10s", 1), ("poll=30s", 2), ("poll=5s", 0)]]
-    assert [g["grid_label"] for g in report.in_grid_order(grid, runs)] == ["poll=5s", "poll=10s", "poll=30s"]
-    assert report.in_grid_order(grid, [{**r, "grid_index": None} for r in runs]) == grid
 
 
 def test_map_columns_read_back_as_dicts_in_order():
