@@ -169,7 +169,7 @@ class Cluster:
         try:
             await self.supervisor.start(name)
         except Exception as e:  # e.g. every NameServer down: a new client cannot start
-            return name, describe(e)  # the cause, not "Exceptions from Trio nursery"
+            return name, self.supervisor.nodes[name].error or describe(e)  # the cause, said once
         return name, None
 
     # --- nodes as processes (nslab up --processes) -------------------------------------------------

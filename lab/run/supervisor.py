@@ -111,5 +111,6 @@ class _TaskStatus:
 def describe(error: BaseException) -> str:
     """What went wrong, for a person: the errors inside a nursery's ExceptionGroup, not the group."""
     if isinstance(error, BaseExceptionGroup):
-        return "; ".join(describe(e) for e in error.exceptions)
-    return f"{type(error).__name__}: {error}"
+        return "; ".join(dict.fromkeys(describe(e) for e in error.exceptions))
+    message = str(error)
+    return f"{type(error).__name__}: {message}" if message else type(error).__name__

@@ -20,8 +20,9 @@ from textual.widgets import Input, TabbedContent, TabPane
 from chaos.faults import FaultError
 
 from ..config import parse_duration
+from ..run.supervisor import describe
 from .chaos_menu import GROUPS, HELP, NO_TARGET, SECOND, palette_commands, targets
-from .errors import leaf, readable
+
 from .lesson import ended, lesson_for
 from .responsive import Responsive
 from .screens.ask import AskScreen
@@ -308,15 +309,12 @@ class LabApp(App):
         try:
             message = await self.source.apply(words)
         except Exception as e:  # a bad target, or the fault failed on the cluster: the lab runs on
-            why = str(e) if isinstance(e, FaultError) else leaf(e)
+            why = str(e) if isinstance(e, FaultError) else describe(e)
             self.notify(why, title=" ".join(words), severity="error")
             return
-        self.refresh_views()  # takes in the records the action made: a crashed client's real error
-        name, _, error = message.partition(" could not start: ")
-        if error:
-            node = self.source.model.nodes.get(name)
-            message = f"{name} could not start: {readable(error, node.error if node else None)}"
-        self.notify(message, title=" ".join(words), severity="error" if error else "information")
+        self.refresh_views()  # takes in the records the action made
+        failed = " could not start: " in message
+        self.notify(message, title=" ".join(words), severity="error" if failed else "information")
 
     def commands(self) -> list[tuple[str, str, object]]:
         """(title, help, callback) for the command palette."""

@@ -64,7 +64,7 @@ class AttachedLab(Source):
         except asyncio.CancelledError:
             self.closed = "left"
             raise
-        except (OSError, ValueError, KeyError, msgpack.UnpackException) as e:  # the lab went, or sent garbage
+        except Exception as e:  # the lab went, sent garbage, or a bug here: the screen says why, not freeze
             self.closed = f"{type(e).__name__}: {e}"
 
     def tick(self) -> None:

@@ -1,17 +1,10 @@
-"""Errors said the way a person can act on them: the leaf of an exception group, never
-`Exceptions from Trio nursery (1 sub-exception)` — trio wraps whatever a nursery raised."""
+"""Errors said the way a person can act on them, never `Exceptions from Trio nursery (1
+sub-exception)`: recordings made before the lab recorded the cause (lab.run.supervisor.describe)
+still carry the wrapper, and another record of the same node may know what it wrapped."""
 
 from __future__ import annotations
 
 GROUP_WORDS = ("Exceptions from Trio nursery", "sub-exception")
-
-
-def leaf(error: BaseException) -> str:
-    """`Type: message` of the errors inside any exception groups (several joined by `; `)."""
-    if isinstance(error, BaseExceptionGroup):
-        return "; ".join(dict.fromkeys(leaf(e) for e in error.exceptions))
-    message = str(error)
-    return f"{type(error).__name__}: {message}" if message else type(error).__name__
 
 
 def wrapped(text: str | None) -> bool:

@@ -4,6 +4,8 @@ or — in a replay, or for a lab fed from another process — from the records a
 
 from __future__ import annotations
 
+import functools
+
 import math
 from dataclasses import dataclass, field
 
@@ -47,6 +49,7 @@ def from_records(records: list[dict], scenario=None) -> Lesson | None:
             lesson.expectations.append(r["name"])
     return lesson
 
+@functools.cache  # an attached view asks again as records come: read and parse the file once
 def bundled_scenario(name: str | None):
     """The scenario file a run names, when it is one of the bundled ones (or a path still there)."""
     if not name:
@@ -69,6 +72,8 @@ def lesson_for(source) -> Lesson | None:
         return from_scenario(play.prepared.scenario)
     records = getattr(source, "records", None)
     if not records:
+        if not source.model.run.get("scenario"):  # no scenario, no lesson: nothing to copy
+            return None
         records = [r for _, r in source.model.kept]
     if not records or not records[0].get("scenario"):
         return None

@@ -11,7 +11,7 @@ from collections import deque
 from itertools import islice
 from dataclasses import dataclass, field
 
-from .story import StoryLine, important, story_line
+from .story import StoryLine, important, removal_reason, story_line
 
 TABLES = ("brokerLiveTable", "brokerAddrTable", "clusterAddrTable", "topicQueueTable", "filterServerTable")
 UNORDERED = ("clusterAddrTable", "filterServerTable")  # list values whose order means nothing
@@ -320,8 +320,7 @@ class LabModel:
         if r["node"] in self.nameservers:
             ns = self.nameservers[r["node"]]
             ns.heartbeat.pop(r["broker_addr"], None)
-            reason = r.get("reason", "removed") + (f": {r['detail']}" if r.get("detail") else "")
-            ns.removed[r["broker_addr"]] = (r["t"], reason)
+            ns.removed[r["broker_addr"]] = (r["t"], removal_reason(r))
 
     def _ns_perm(self, r: dict) -> None:
         wiped = self.nameservers[r["node"]].wiped

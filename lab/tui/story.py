@@ -32,6 +32,11 @@ def important(record: dict) -> bool:
     return kind in IMPORTANT or (kind == "ns.register" and bool(record.get("first")))
 
 
+def removal_reason(r: dict) -> str:
+    """An ns.remove's reason, with its detail when it has one."""
+    return r.get("reason", "removed") + (f": {r['detail']}" if r.get("detail") else "")
+
+
 def story_line(model: LabModel, r: dict) -> StoryLine | None:
     """The story's line for a record, or None. Called before the model takes the record in, so a
     client's route source can be compared with the one before."""
@@ -40,8 +45,7 @@ def story_line(model: LabModel, r: dict) -> StoryLine | None:
         return StoryLine(t, "chaos", f"{_fault(r)}  (from {r.get('source', '?')})")
     if kind == "ns.remove":
         broker = model.node_at(r.get("broker_addr"))
-        why = r.get("reason", "removed") + (f": {r['detail']}" if r.get("detail") else "")
-        return StoryLine(t, "remove", f"{node} removed {broker} ({why})")
+        return StoryLine(t, "remove", f"{node} removed {broker} ({removal_reason(r)})")
     if kind == "ns.register" and r.get("first"):
         return StoryLine(t, "join", f"{node} registered {model.node_at(r.get('broker_addr'))} (first time)")
     if kind == "client.route":

@@ -37,3 +37,23 @@ def test_a_restart_on_a_taken_port_reports_the_nodes_own_error(processes):
     assert "task_status" not in message and "ExceptionGroup" not in message
     assert replies["state"] == "crashed"
     assert replies["after"] == {"ok": True, "message": "broker-a-0 restarted"}  # once the port is free again
+
+
+def test_a_new_client_that_cannot_start_says_its_cause_once(monkeypatch):
+    from lab.clients.producer import Producer
+
+    replies = {}
+
+    async def refused(self):
+        raise OSError("every NameServer refused")
+
+    async def drive(cluster, events, nursery):
+        server = ControlServer(cluster, LabControl(cluster, nursery), {})
+        monkeypatch.setattr(Producer, "start", refused)
+        replies["new"] = await server.execute(json.dumps({"words": ["new-client", "producer"]}).encode())
+
+    trio.run(lambda: run_cluster(LabConfig(), RunOptions(seed=1), driver=drive))
+    message = replies["new"]["message"]
+    assert message.startswith("producer-2 could not start: "), message
+    assert message.endswith("OSError: every NameServer refused"), message
+    assert message.count("could not start") == 1 and "StartError" not in message and "Trio nursery" not in message

@@ -7,7 +7,8 @@ import asyncio
 
 from tui_support import build_log, flood_log, live_app, replay_app, replay_of, run_app, screen_text, started, wait_until
 
-from lab.tui.errors import leaf, readable
+from lab.run.supervisor import describe
+from lab.tui.errors import readable
 from lab.tui.health import bars, rate, rates_text, shared_top
 from lab.tui.model import LabModel
 from lab.tui.widgets.clients import client_rows
@@ -53,7 +54,7 @@ def test_a_client_that_cannot_start_shows_its_real_error_and_is_not_listed_as_li
     try:
         raise ExceptionGroup("Exceptions from Trio nursery", [ConnectionRefusedError(111, "Connection refused")])
     except ExceptionGroup as group:
-        assert leaf(group) == "ConnectionRefusedError: [Errno 111] Connection refused"
+        assert describe(group) == "ConnectionRefusedError: [Errno 111] Connection refused"
     assert readable(WRAPPED, "OSError: no route") == "OSError: no route"
     model = LabModel()
     for record in build_log():

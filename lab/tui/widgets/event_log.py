@@ -81,10 +81,6 @@ class EventLines(FollowingLines):
         self._shown: tuple = ()  # (model, filter text) the rows were chosen for
         self._version = 0  # the model's version when they were
 
-    @property
-    def records(self) -> list[dict]:
-        return [row.record for row in self.rows]
-
     def show(self, model: LabModel, text: str) -> None:
         if self._shown != (model, text):  # a new filter looks through everything kept, once
             self._shown, self.rows = (model, text), log_rows.build(model.events(text))

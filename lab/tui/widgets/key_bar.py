@@ -14,7 +14,6 @@ class KeyBar(Widget):
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
         self.content = Content("")
-        self.keys: list = []
 
     def render(self) -> Content:
         return self.content
@@ -41,5 +40,5 @@ class KeyBar(Widget):
             pieces += [(key.key, "bold $accent"), (f" {key.label}", ""), (" " * gap, "")]
         content = Content.assemble(*pieces)
         if content.plain != self.content.plain:
-            self.content, self.keys = content, keys
+            self.content = content
             self.refresh()

@@ -51,12 +51,13 @@ class NameServerPanel(ScrollView, can_focus=True):
         self._drawn: dict[int, tuple] = {}  # row index -> what its line showed when last drawn
         self._live = False  # this NameServer is up: it takes part in the divergence monitor
         self._base = Style()  # the widget's own style, under every line
+        self._traces: dict[tuple[str, str], float] = {}
 
     def show(self, model: LabModel) -> None:
         view = model.nodes[self.nameserver]
         self._live, self._base = view.state == "up", self.rich_style
-        traces = tuple(model.traces(self.nameserver))
-        built = (model, model.tables_version, self.size.width, self._live, self._base, traces)
+        self._traces = model.traces(self.nameserver)  # rows just gone, read by _rows and render_line
+        built = (model, model.tables_version, self.size.width, self._live, self._base, tuple(self._traces))
         if self._built != built:
             self._built, self._drawn = built, {}
             self.model, self.rows = model, self._rows(model)
@@ -88,7 +89,7 @@ class NameServerPanel(ScrollView, can_focus=True):
 
     def _rows(self, model: LabModel) -> list[tuple[str, str | None]]:
         tables = model.nameservers[self.nameserver].tables
-        traces = model.traces(self.nameserver)
+        traces = self._traces
         rows: list[tuple[str, str | None]] = []
         for table in TABLES:
             keys = set(tables[table])
@@ -112,7 +113,7 @@ class NameServerPanel(ScrollView, can_focus=True):
             return fit(title, width, self._base)
         value = tables[table].get(key)
         if value is None:
-            gone = self.model.traces(self.nameserver).get((table, key))
+            gone = self._traces.get((table, key))
             pieces = [(f"  {key}  — gone {self.model.now - gone:.0f} s ago", GONE)] if gone is not None \
                 and (table, key) not in self.model.diverged else [(f"  {key}  — not here", ABSENT)]
         else:
