@@ -49,7 +49,6 @@ class KVConfigManager:
         if table is None:
             table = self.config_table[namespace] = {}
             self._capacity = grown_capacity(self._capacity, len(self.config_table))
-            self._ns_capacity[namespace] = DEFAULT_CAPACITY
         table[key] = value
         self._ns_capacity[namespace] = grown_capacity(self._ns_capacity.get(namespace, DEFAULT_CAPACITY), len(table))
         log.info("putKVConfig namespace=%s key=%s value=%s", namespace, key, value)

@@ -332,11 +332,11 @@ class RouteInfoManager:
 
     def on_channel_destroy(self, channel: object, remote_addr: str) -> RemovedBroker | None:
         """A connection closed, failed or went idle: remove the broker that registered on it."""
-        live_table = self.broker_live_table
-        broker_addr = next(
-            (addr for addr in hashmap_order(live_table, self._capacity["live"]) if live_table[addr].channel is channel),
-            remote_addr,  # RocketMQ's fallback: the peer address, which rarely matches anything
-        )
+        # The first live entry on this channel in Java's order; ordering only the matches (a stable
+        # sort of a subset keeps its relative order) spares every disconnect a sort of the table.
+        matches = [addr for addr, live in self.broker_live_table.items() if live.channel is channel]
+        # else RocketMQ's fallback: the peer address, which rarely matches anything
+        broker_addr = hashmap_order(matches, self._capacity["live"])[0] if matches else remote_addr
         if broker_addr not in self.broker_live_table and not self._owner_of(broker_addr):
             return None
         self.broker_live_table.pop(broker_addr, None)
@@ -346,6 +346,10 @@ class RouteInfoManager:
     def _owner_of(self, broker_addr: str) -> tuple[BrokerData, int] | None:
         """The first BrokerData holding the address, and its id there, in Java's order: 4.9.8's
         onChannelDestroy walks brokerAddrTable, then each brokerAddrs, and stops at the first."""
+        holders = [(data, broker_id) for data in self.broker_addr_table.values()
+                   for broker_id, addr in data.broker_addrs.items() if addr == broker_addr]
+        if len(holders) <= 1:  # nearly always: no order to decide
+            return holders[0] if holders else None
         for broker_name in self.java_broker_names():
             broker_data = self.broker_addr_table[broker_name]
             for broker_id in self.java_broker_ids(broker_name):

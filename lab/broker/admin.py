@@ -24,6 +24,8 @@ import re
 import shutil
 from typing import Callable, Iterable, Mapping
 
+from nameserver.bodies import data_version_to_wire
+from nameserver.protocol import fastjson as nameserver_fastjson
 from nameserver.routes import DataVersion, TopicConfig
 
 from .consumer_manager import ClientChannelInfo, ConsumerGroupInfo, ConsumerManager
@@ -110,8 +112,8 @@ def properties_text(properties: Mapping[str, object]) -> str:
 
 
 def data_version_json(version: DataVersion) -> str:
-    """Configuration.getDataVersionJson: DataVersion's two fields, alphabetical."""
-    return f'{{"counter":{version.counter},"timestamp":{version.timestamp}}}'
+    """Configuration.getDataVersionJson: DataVersion as plain fastjson writes it."""
+    return nameserver_fastjson.dumps(data_version_to_wire(version), standard=False)
 
 
 # --- GET_BROKER_RUNTIME_INFO (28) ---------------------------------------------------------------------

@@ -40,6 +40,7 @@ from .outer_api import BrokerIdentity, BrokerOuterAPI
 from .consumer_manager import ConsumerManager, parse_heartbeat
 from .ha import COMMIT_LOG, HA_TRANSFER, HAClient, HAService
 from .long_polling import PullRequestHoldService
+from lab.remoting.epoch import epoch_ms
 from lab.remoting.message import MessageExt, decode_batch, decode_properties, offset_msg_id
 from .pull import FLAG_COMMIT_OFFSET, FLAG_SUSPEND, consumer_offset_reply, decide_pull
 from lab.remoting.channels import ChannelTable, Node
@@ -389,10 +390,11 @@ class Broker:
         return config
 
     def _put(self, msg: MessageExt) -> PutMessageResult:
-        msg.store_host, msg.store_timestamp = self.address, self.node.now_ms()
+        now = self.node.now()
+        msg.store_host, msg.store_timestamp = self.address, epoch_ms(self.node.epoch_base_ms, now)
         before = self.store.max_physical_offset
         result = self.store.put(msg)  # written (and flushed) before anyone replies
-        self.stats.on_put(self.node.now(), self.store.max_physical_offset - before)
+        self.stats.on_put(now, self.store.max_physical_offset - before)
         self.hold_service.notify_message_arriving((msg.topic, msg.queue_id))
         self.hold_service.notify_message_arriving(COMMIT_LOG)
         return result
