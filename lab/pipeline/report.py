@@ -48,15 +48,15 @@ class ReportError(RuntimeError):
 def build(spark, inputs: list[str], store, progress: Callable[[str], None] = lambda message: None) -> dict:
     """Read every event log on the executors, compute, write REPORT_DIR through `store`; returns
     the summary. `progress` gets a short line before each stage: reading alone takes a while."""
-    progress(f"reading event logs in {', '.join(map(str, inputs))}")
-    # Kept as metrics keeps its tables: locally a checkpoint, which is cheaper to fill than a cache.
-    events = metrics.keep(read.load(spark, inputs), partitions=spark.sparkContext.defaultParallelism)
-    logs, records = events.filter(F.col("kind") == read.EOF).agg(F.count("*"), F.sum("seq")).first()
-    if not logs:
+    progress(f"reading and analysing event logs in {', '.join(map(str, inputs))}")
+    # A row per log, kept: every table is read from it. Locally a checkpoint, cheaper to fill than a cache.
+    logs = metrics.keep(read.load(spark, inputs), partitions=spark.sparkContext.defaultParallelism)
+    count, records = logs.agg(F.count("*"), F.sum("events")).first()
+    if not count:
         raise ReportError(f"no event logs ({read.PATTERN}) in {', '.join(map(str, inputs))}")
-    progress(f"computing metrics over {logs} logs ({records or 0:,} events)")
-    tables = metrics.compute(events)
-    tables.update(timeseries.compute(events, tables["runs"]))
+    progress(f"combining the runs of {count} logs ({records or 0:,} events)")
+    tables = metrics.compute(logs)
+    tables.update(timeseries.compute(logs, tables["runs"]))
     progress(f"writing {len(tables)} tables to {store.child('tables')}")
     rows = {}
     for name, table in tables.items():
@@ -64,7 +64,7 @@ def build(spark, inputs: list[str], store, progress: Callable[[str], None] = lam
         store.write_bytes(f"tables/{name}.parquet", parquet_bytes(arrow))
         if name in COLLECTED:
             rows[name] = arrow_rows(arrow)
-    events.unpersist()
+    logs.unpersist()
 
     runs = rows["runs"]
     for run in runs:

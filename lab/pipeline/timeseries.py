@@ -1,4 +1,5 @@
-"""The report's over-time tables, as Spark DataFrame code over read.py's event rows and the runs table.
+"""The report's over-time tables, as Spark DataFrame code over read.py's rows (one per log) and the
+runs table.
 
 Per grid point and second of the run: throughput and send-latency percentiles. Per grid point, one
 run (its lowest seed) in detail: the events its per-node timeline draws. Runs whose log has a
@@ -10,48 +11,36 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from .metrics import GRID_KEY, node_roles, sound_runs
-from .read import SECOND
-
-# What a timeline lane is drawn from: a NameServer's hold on the faulted broker (register, remove,
-# its own start and stop), which node is which broker, and every send attempt's chosen broker group.
-TIMELINE_KINDS = ["node.start", "node.stop", "broker.start", "ns.register", "ns.remove", "producer.send"]
+from .metrics import GRID_KEY, per_run_table, sound_runs
 
 
-def compute(events: DataFrame, runs: DataFrame) -> dict[str, DataFrame]:
-    """The over-time tables by name (docs/pipeline.md). `events` should be kept (metrics.keep)."""
-    sound = sound_runs(runs)
-    return {"throughput": throughput(events, sound),
-            "send_latency_over_time": send_latency_over_time(events, sound),
-            "timeline": timeline(events, sound)}
+def compute(logs: DataFrame, runs: DataFrame) -> dict[str, DataFrame]:
+    """The over-time tables by name (docs/pipeline.md). `logs` should be kept (metrics.keep)."""
+    sound = sound_runs(logs)
+    return {"throughput": throughput(sound),
+            "send_latency_over_time": send_latency_over_time(sound),
+            "timeline": timeline(logs, sound_runs(runs))}
 
 
-def throughput(events: DataFrame, runs: DataFrame) -> DataFrame:
+def throughput(sound: DataFrame) -> DataFrame:
     """Per grid point and second: acked and failed messages per second, the mean over its runs.
 
-    Every second of every run counts, quiet ones as 0: a run that acked nothing during a fault must
-    pull the mean down, not drop out of it."""
-    # The decoder counted the ack and failure records of each second (read.count_messages).
-    counts = (events.filter(F.col("kind") == SECOND)
-              .select("run", F.col("t").cast("int").alias("second"), F.col("ack_records").alias("acked"),
-                      F.col("failed_records").alias("failed")))
-    last = F.floor(F.coalesce("end_t", F.lit(0.0))).cast("int")
-    seconds = runs.select("run", *GRID_KEY, F.explode(F.sequence(F.lit(0), last)).alias("second"))
-    return (seconds.join(counts, ["run", "second"], "left").fillna(0, subset=["acked", "failed"])
-            .groupBy(*GRID_KEY, "second")
+    Every second of every run counts, quiet ones as 0 (run_metrics.traffic): a run that acked
+    nothing during a fault must pull the mean down, not drop out of it."""
+    return (per_run_table(sound, "traffic", *GRID_KEY).groupBy(*GRID_KEY, "second")
             .agg(F.avg("acked").alias("acked_per_s"), F.avg("failed").alias("failed_per_s"),
                  F.count("*").alias("runs"))
             .orderBy(*GRID_KEY, "second"))
 
 
-def send_latency_over_time(events: DataFrame, runs: DataFrame) -> DataFrame:
+def send_latency_over_time(sound: DataFrame) -> DataFrame:
     """Per grid point and second an attempt started in: p50, p99 and max latency over the attempts
     of all its runs. Pooled, not averaged per run: at a few sends per second a run's own p99 is
     just its slowest attempt."""
-    sends = (events.filter((F.col("kind") == "producer.send") & F.col("latency").isNotNull())
-             .select("run", "latency", F.floor(F.col("t") - F.col("latency")).cast("int").alias("second")))
-    return (sends.join(runs.select("run", *GRID_KEY), "run")
-            .groupBy(*GRID_KEY, "second")
+    sends = (per_run_table(sound, "timeline", *GRID_KEY)
+             .filter((F.col("kind") == "producer.send") & F.col("latency").isNotNull())
+             .select(*GRID_KEY, "latency", F.floor(F.col("t") - F.col("latency")).cast("int").alias("second")))
+    return (sends.groupBy(*GRID_KEY, "second")
             .agg(F.count("*").alias("sends"), F.percentile("latency", 0.5).alias("p50_s"),
                  F.percentile("latency", 0.99).alias("p99_s"), F.max("latency").alias("max_s"))
             .orderBy(*GRID_KEY, "second"))
@@ -63,16 +52,8 @@ def timeline_runs(runs: DataFrame) -> DataFrame:
     return runs.withColumn("_n", F.row_number().over(first)).filter("_n = 1").select("run", *GRID_KEY, "seed")
 
 
-def timeline(events: DataFrame, runs: DataFrame) -> DataFrame:
+def timeline(logs: DataFrame, sound: DataFrame) -> DataFrame:
     """The events a per-node timeline draws, for timeline_runs: each with its node's role."""
-    chosen = timeline_runs(runs)
-    roles = node_roles(events.filter(F.col("kind").isin("run.start", "node.start"))).join(chosen.select("run"), "run")
-    # A node can be declared in run.start and start again later: one role per node is enough.
-    roles = roles.groupBy("run", "node").agg(F.min("role").alias("node_role"))
-    drawn = events.filter(F.col("kind").isin(*TIMELINE_KINDS)).select(
-        "run", "seq", "t", "node", "kind", "broker_addr", "address", "broker_name", "broker_id", "broker", "result",
-        "latency")
-    return (drawn.join(chosen, "run").join(roles, ["run", "node"], "left")
-            .select("run", *GRID_KEY, "seed", "seq", "t", "node", "node_role", "kind", "broker_addr", "address",
-                    "broker_name", "broker_id", "broker", "result", "latency")
+    chosen = F.broadcast(timeline_runs(sound).select("run"))
+    return (per_run_table(logs.join(chosen, "run"), "timeline", *GRID_KEY, "seed")
             .orderBy(*GRID_KEY, "seq"))

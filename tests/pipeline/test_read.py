@@ -1,9 +1,9 @@
-"""read.py: the Arrow decoding gives the rows the pickled-row decoding gave, logs are found once,
-whether Spark reads them or the driver ships them, and a damaged log says what is wrong with it."""
+"""read.py and run_metrics.py: a log becomes one row, its run analysed where it is decoded; logs are
+found once, whether Spark reads them or the driver ships them; a damaged log says what is wrong
+with it; a hostile value is null, not a failed report."""
 
 from __future__ import annotations
 
-import json
 import random
 
 import msgpack
@@ -11,71 +11,58 @@ import pytest
 from conftest import crash_log, outage_log, partition_log
 
 from lab.events import read_events, scan_events
-from lab.pipeline import read
-
-# The columns read.py had before Arrow decoding, and their meaning then: a reference to compare with.
-# (The message records other than producer.send are counted by the decoder now, not rows.)
-OLD_KINDS = read.KINDS - {"check.result"}
-COUNTS = {"messages", "acked", "failed", "ack_records", "failed_records", "lost", "duplicates", "retries",
-          "max_retries"}
-OLD_COPIED = ["t", "node", "kind", "msg_id", "broker", "attempt", "result", "latency", "broker_addr", "reason",
-              "broker_name", "broker_id", "verb", "role", "address", "ok", "source", "scenario", "seed"]
+from lab.pipeline import read, run_metrics
 
 
-def reference_rows(run: str, content: bytes) -> list[dict]:
-    """The rows the old read.decode made (read_events, then a tuple per record), as dicts."""
-    rows, seq, t = [], 0, None
-    for seq, r in enumerate(read_events(content), 1):
-        t = r.get("t", t)
-        if r.get("kind") not in OLD_KINDS:
-            continue
-        row = {"run": run, "seq": seq - 1, **{k: r.get(k) for k in OLD_COPIED}}
-        if r["kind"] == "chaos.fault":
-            row["targets"] = list(r.get("nodes", [])) + [n for g in r.get("groups", []) for n in g]
-        if r["kind"] == "ns.tables":
-            row["digest"] = read.route_digest(r)
-        if r["kind"] == "run.start":
-            row["grid"] = {str(k): str(v) for k, v in (r.get("grid") or {}).items()}
-            row["grid_label"], row["config"] = read.grid_label(row["grid"]), json.dumps(r.get("config") or {})
-            row["nodes"] = r.get("nodes")
-        rows.append(row)
-    rows.append({"run": run, "seq": seq, "kind": read.EOF, "t": t})
-    return rows
+def decoded(content: bytes, run: str = "r") -> dict:
+    [row] = read.decode(run, content).to_pylist()
+    return row
 
 
-@pytest.mark.parametrize("make", [crash_log, outage_log, partition_log])
-def test_arrow_decoding_gives_the_rows_the_old_decoding_gave(make):
-    content = make().bytes()
-    new = [r for r in read.decode("file:/x.events", content).to_pylist() if r["kind"] not in ("check.result", read.SECOND)]
-    old = reference_rows("file:/x.events", content)
-    assert len(new) == len(old)
-    for got, want in zip(new, old):
-        got = {k: dict(v) if k in ("grid", "nodes") and v is not None else v for k, v in got.items()}
-        if want["kind"] == "chaos.fault" and want["targets"] == ["all"]:
-            want["targets"] = ["ns-0", "ns-1"]  # the one change: `all` is every NameServer of the run
-        assert {k: got[k] for k in want} == want
-        assert all(got[k] is None for k in set(read.SCHEMA.names) - set(want) - {"problem"} - COUNTS)
+def test_a_log_is_one_row_with_its_figures_and_its_rows_of_every_table():
+    row = decoded(crash_log().bytes())
+    assert (row["scenario"], row["seed"], row["complete"], row["problem"]) == ("handmade", 1, True, None)
+    assert row["events"] == len(crash_log().records)
+    assert set(read.TABLES) == {name.removesuffix("_rows") for name in row if name.endswith("_rows")}
+    # broker-a-0 killed at 4 s, restarted at 9 s.
+    assert [(w["verb"], w["target"], w["start"], w["end"]) for w in row["faults_rows"]] == \
+        [("kill", "broker-a-0", 4.0, 9.0)]
+    # The timeline is every send attempt and every NameServer/broker event, each with its node's role.
+    sends = [e for e in row["timeline_rows"] if e["kind"] == "producer.send"]
+    assert len(sends) == sum(r["kind"] == "producer.send" for r in crash_log().records)
+    assert {e["node_role"] for e in sends} == {"producer"}
 
 
-def test_check_results_and_grid_index_become_columns():
+def test_check_results_and_grid_index_make_the_runs_verdict():
     log = crash_log()
     log.records[0]["grid_index"] = 3
-    log.check(12.0, "all_acked_consumed", False, "m3 never consumed")
-    rows = read.decode("r", log.bytes()).to_pylist()
-    assert rows[0]["grid_index"] == 3
-    check = next(r for r in rows if r["kind"] == "check.result")
-    assert (check["check_name"], check["check_status"], check["ok"], check["check_detail"]) == \
-        ("all_acked_consumed", "failed", False, "m3 never consumed")
+    log.check(12.0, "all_acked_consumed", True, "every message consumed")
+    log.check(12.5, "all_acked_consumed", False, "m3 never consumed")  # passed, then violated: the last counts
+    log.check(12.6, "no_false_removal", None, "no removal to judge")
+    row = decoded(log.bytes())
+    assert (row["grid_index"], row["verdict"], row["failed_checks"]) == (3, "invalid", ["all_acked_consumed: m3 never consumed"])
+    unjudged = crash_log().check(12.0, "no_false_removal", None, "no removal to judge")
+    assert decoded(unjudged.bytes())["verdict"] is None  # could not be judged is not valid
+    held = crash_log().check(12.0, "all_acked_consumed", True, "every message consumed")
+    assert decoded(held.bytes())["verdict"] == "valid"
 
 
 def test_a_value_of_an_unexpected_type_is_null_not_a_failed_decode():
     log = crash_log()
-    log.add(12.5, "producer-0", "producer.send", msg_id="m9", broker="broker-a", attempt=2 ** 40, result=7)
-    row = next(r for r in read.decode("r", log.bytes()).to_pylist() if r["msg_id"] == "m9")
-    assert (row["attempt"], row["result"], row["broker"]) == (None, None, "broker-a")
+    log.add(12.5, "producer-0", "producer.send", msg_id="m9", broker="broker-a", attempt=2 ** 40, result=7,
+            latency="slow")
+    log.add("late", "ns-0", "ns.remove", broker_addr=["x"], reason=5)
+    log.add(13.0, "broker-x-0", "broker.start", address=1, broker_name="broker-x", broker_id=2 ** 40)
+    row = decoded(log.bytes())
+    send = next(e for e in row["timeline_rows"] if e["t"] == 12.5)
+    assert (send["result"], send["latency"], send["broker"]) == (None, None, "broker-a")
+    removal = row["removals_rows"][-1]
+    assert (removal["t"], removal["address"], removal["reason"], removal["false_removal"]) == (None, None, None, None)
+    start = next(e for e in row["timeline_rows"] if e["node"] == "broker-x-0")
+    assert (start["address"], start["broker_id"]) == (None, None)
 
 
-def test_message_records_are_counted_per_second_and_per_log_not_rows():
+def test_message_records_are_counted_per_second_and_per_log():
     send = {"node": "producer-0", "kind": "producer.send"}
     records = [{"t": 0.0, "kind": "run.start"},
                {**send, "t": 1.5, "msg_id": "m1", "latency": 0.5, "result": "timeout"},  # first attempt: 1.0
@@ -88,14 +75,24 @@ def test_message_records_are_counted_per_second_and_per_log_not_rows():
                {**send, "t": 2.1, "msg_id": "m4", "latency": 0.05, "result": "ok"},
                {"kind": "producer.ack", "msg_id": "m4"},  # acked (no t: in no second), never consumed: lost
                {"t": 5.0, "kind": "run.end"}]
-    rows = read.decode("r", b"".join(msgpack.packb(r) for r in records)).to_pylist()
-    assert [r["kind"] for r in rows] == ["run.start", "producer.send", "producer.send", "producer.send", "run.end",
-                                         read.SECOND, read.SECOND, read.SECOND, read.EOF]
+    seconds, totals = run_metrics.count_messages(records)
     counts = ["messages", "acked", "failed", "ack_records", "failed_records"]
-    assert {r["t"]: [r[c] for c in counts] for r in rows if r["kind"] == read.SECOND} == \
-        {1.0: [1, 1, 0, 0, 0], 2.0: [2, 1, 1, 0, 1], 4.0: [0, 0, 0, 1, 0]}
+    assert {s["second"]: [s[c] for c in counts] for s in seconds} == \
+        {1: [1, 1, 0, 0, 0], 2: [2, 1, 1, 0, 1], 4: [0, 0, 0, 1, 0]}
+    row = decoded(b"".join(msgpack.packb(r) for r in records))
     totals = ["messages", "acked", "failed", "lost", "duplicates", "retries", "max_retries"]
-    assert [rows[-1][c] for c in totals] == [3, 2, 1, 1, 1, 1, 1]
+    assert [row[c] for c in totals] == [3, 2, 1, 1, 1, 1, 1]
+    assert [(s["second"], s["availability"]) for s in row["availability_rows"]] == [(1, 1.0), (2, 0.5)]
+    # Throughput counts every second of the run, quiet ones as 0, by the records' own time.
+    assert [(s["second"], s["acked"], s["failed"]) for s in row["traffic_rows"]] == \
+        [(0, 0, 0), (1, 0, 0), (2, 0, 1), (3, 0, 0), (4, 1, 0), (5, 0, 0)]
+
+
+def test_percentiles_interpolate_as_sparks_do():
+    assert run_metrics.percentile([4.0, 1.0, 3.0, 2.0], 0.5) == 2.5
+    assert run_metrics.percentile([1.0, 2.0, 3.0, 4.0, 5.0], 0.95) == pytest.approx(4.8)
+    assert run_metrics.percentile([7.0], 0.95) == 7.0
+    assert run_metrics.percentile([], 0.5) is None
 
 
 SOUND = crash_log().bytes()
@@ -115,8 +112,8 @@ SIZES = [len(msgpack.packb(r)) for r in crash_log().records]
 def test_scan_events_says_what_is_wrong_with_a_log(content, problem):
     records, found = scan_events(content)
     assert found == problem
-    eof = read.decode("r", content).to_pylist()[-1]
-    assert (eof["kind"], eof["problem"], eof["seq"]) == (read.EOF, problem, len(records))
+    row = decoded(content)
+    assert (row["problem"], row["events"]) == (problem, len(records))
 
 
 def test_read_events_still_skips_what_it_cannot_use():
@@ -130,9 +127,9 @@ def test_a_log_found_twice_is_read_once_and_paths_agree_with_binary_file(spark, 
     partition_log().write(tmp_path / "sub" / "b.events")
     (tmp_path / "random.bin").write_bytes(random.Random(1).randbytes(100))
     inputs = [str(tmp_path), str(tmp_path / "a.events"), (tmp_path / "sub").as_uri(), str(tmp_path / "random.bin")]
-    eof = read.load(spark, inputs).filter(f"kind = '{read.EOF}'").select("run", "problem").collect()
-    assert sorted(r.run for r in eof) == [f"file:{tmp_path}/{n}" for n in ("a.events", "random.bin", "sub/b.events")]
-    assert {r.run.rsplit("/", 1)[-1]: r.problem for r in eof}["random.bin"].startswith("not an event log")
+    logs = read.load(spark, inputs).select("run", "problem").collect()
+    assert sorted(r.run for r in logs) == [f"file:{tmp_path}/{n}" for n in ("a.events", "random.bin", "sub/b.events")]
+    assert {r.run.rsplit("/", 1)[-1]: r.problem for r in logs}["random.bin"].startswith("not an event log")
     # What a cluster's driver ships has the paths binaryFile gives.
     local = read._local_logs([str(tmp_path)])
     shipped = sorted(r.path for r in read._shipped(spark, local).collect())

@@ -123,7 +123,7 @@ def test_every_table_is_one_parquet_file_written_through_the_store(built, tables
 
 def test_progress_comes_before_each_stage(built):
     said = built[2]
-    stages = ["reading event logs", "computing metrics over 4 logs", "writing", "drawing plots", "writing the page"]
+    stages = ["reading and analysing event logs", "combining the runs of 4 logs", "writing", "drawing plots", "writing the page"]
     assert len(said) == len(stages)
     for line, stage in zip(said, stages):
         assert line.startswith(stage)
