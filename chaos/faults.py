@@ -12,7 +12,10 @@ import re
 
 from dataclasses import dataclass, field
 
+from nameserver.protocol import ResponseCode
+
 from .links import Toxic
+from .requests import KINDS as REQUEST_KINDS, RequestFault, code_name, code_number
 
 
 class FaultError(ValueError):
@@ -32,7 +35,7 @@ class Fault:
     nodes: tuple[str, ...] = ()
     groups: tuple[tuple[str, ...], ...] = ()
     one_way: bool = False
-    toxic: Toxic | None = None
+    toxic: Toxic | RequestFault | None = None
     params: tuple[tuple[str, object], ...] = ()
 
     def describe(self) -> str:
@@ -56,6 +59,8 @@ class Fault:
         if self.toxic is not None:
             record["toxic"] = self.toxic.describe()
             record["toxic_table"] = self.toxic.to_table()
+            if isinstance(self.toxic, RequestFault):
+                record["code"] = code_name(self.toxic.code)
         record.update(self.params)
         return record
 
@@ -70,7 +75,9 @@ GENERIC_VERBS = [
     VerbSpec("isolate", "node", "cut every link of a node"),
     VerbSpec("heal", "none", "heal every partition, isolation and toxic"),
     VerbSpec("toxic", "toxic", "a link toxic: toxic NODE[:PEER] latency=100ms jitter=10ms | loss=0.1 | "
-                               "bandwidth=10k | blackhole | reset"),
+                               "bandwidth=10k | blackhole | reset; or on one request code: "
+                               "toxic NODE[:PEER] drop | drop-reply | delay delay=5s | reply delay=5s | duplicate | "
+                               "answer answer=SYSTEM_BUSY remark=TEXT, each with code=NAME|NUMBER [count=N] [for=3m]"),
 ]
 
 
@@ -99,7 +106,26 @@ def parse_rate(text: str) -> float:
     return float(m.group(1)) * _SIZE[m.group(2)]
 
 
-def parse_toxic(kind: str, params: dict[str, str], parse_duration) -> Toxic:
+def parse_request_fault(kind: str, params: dict[str, str], parse_duration) -> RequestFault:
+    """`drop code=REGISTER_BROKER`, `reply code=GET_ROUTEINFO_BY_TOPIC delay=5s`, `answer
+    code=SEND_MESSAGE answer=SYSTEM_BUSY remark=busy count=10 for=2m`."""
+    if "code" not in params:
+        raise FaultError(f"{kind} needs code=: the request code it acts on, a name such as REGISTER_BROKER "
+                         "or a number")
+    try:
+        return RequestFault(
+            kind, code_number(params["code"]),
+            delay=parse_duration(params.get("delay", 0)), jitter=parse_duration(params.get("jitter", 0)),
+            answer=code_number(params.get("answer", "SYSTEM_BUSY"), ResponseCode), remark=str(params.get("remark", "")),
+            count=int(params["count"]) if "count" in params else None,
+            duration=parse_duration(params["for"]) if "for" in params else None)
+    except ValueError as e:
+        raise FaultError(f"{kind}: {e}") from None
+
+
+def parse_toxic(kind: str, params: dict[str, str], parse_duration) -> Toxic | RequestFault:
+    if kind in REQUEST_KINDS:
+        return parse_request_fault(kind, params, parse_duration)
     try:
         if kind == "latency":
             return Toxic("latency", latency=parse_duration(params.get("latency", params.get("value", "100ms"))),
@@ -151,7 +177,8 @@ class Vocabulary:
         flags = [a for a in args[1:] if "=" not in a]
         if spec.takes == "toxic":
             if not flags:
-                raise FaultError("toxic needs a kind: latency, loss, bandwidth, blackhole or reset")
+                raise FaultError("toxic needs a kind: latency, loss, bandwidth, blackhole or reset, or one on a "
+                                 "request code: " + ", ".join(REQUEST_KINDS))
             return Fault(verb, nodes=_nodes(args[0].replace(":", ",")),
                          toxic=parse_toxic(flags[0], params, self.parse_duration))
         if flags and spec.takes != "nodes":
@@ -181,7 +208,8 @@ class Vocabulary:
         if spec.takes == "toxic":
             kind = table.get("kind")
             if not isinstance(kind, str):
-                raise FaultError("kind: a toxic needs a kind (latency, loss, bandwidth, blackhole, reset)")
+                raise FaultError("kind: a toxic needs a kind (latency, loss, bandwidth, blackhole, reset; on one "
+                                 "request code: " + ", ".join(REQUEST_KINDS) + ")")
             peer = table.get("peer")
             params = {k: str(v) for k, v in table.items() if k not in ("at", "spread", "fault", "node", "peer", "kind")}
             return Fault(verb, nodes=(node, peer) if peer else (node,), toxic=parse_toxic(kind, params, self.parse_duration))

@@ -15,6 +15,8 @@ import random
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, NamedTuple
 
+from .requests import RequestFaults
+
 RETRANSMIT_TIMEOUT = 0.2  # seconds: Linux's minimum TCP RTO
 
 # A chunk's size in bytes, or a function giving it: only a bandwidth toxic needs it, so a network
@@ -86,6 +88,7 @@ class Links:
     isolated: set[str] = field(default_factory=set)
     frozen: set[str] = field(default_factory=set)  # processes stopped: not a network fault, heal keeps them
     toxics: dict[tuple[str, str], dict[str, Toxic]] = field(default_factory=dict)
+    requests: RequestFaults = field(default_factory=RequestFaults)  # faults on one request code
 
     # --- partitions -------------------------------------------------------------------------
 
@@ -106,10 +109,11 @@ class Links:
         self.isolated.add(node)
 
     def heal(self) -> None:
-        """Heal all: every partition, isolation and toxic goes."""
+        """Heal all: every partition, isolation, toxic and request fault goes."""
         self.blocked.clear()
         self.isolated.clear()
         self.toxics.clear()
+        self.requests.clear()
 
     def _cut(self, src: str, dst: str) -> bool:
         """A network fault between them: a partition, or an isolated node."""

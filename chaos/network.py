@@ -23,8 +23,12 @@ from typing import Callable, Iterable
 
 import trio
 
+from nameserver.protocol import RemotingCommand
+from nameserver.protocol.frames import encode
+
 from .clock import timer_source
 from .links import Links, Size, Toxic
+from .requests import PASS, Frame, FrameCutter, RequestFault, Verdict, code_name, is_reply, judge_reply
 
 log = logging.getLogger("chaos.network")
 
@@ -42,6 +46,8 @@ class Network:
         self._endpoints: dict[str, list] = {}  # node -> open connection ends (for kill)
         self._listeners: dict[str, list] = {}
         self._changed = trio.Event()
+        # Told of every request a request fault acted on (the lab records it: chaos.request).
+        self.on_request_fault: Callable[[dict], None] | None = None
 
     # --- link state (every change wakes whoever waits on a held link) ----------------------------
 
@@ -76,6 +82,30 @@ class Network:
     def add_toxic(self, src: str, dst: str, toxic: Toxic) -> None:
         self.links.add_toxic(src, dst, toxic)
         self._notify()
+
+    def add_request_fault(self, src: str, dst: str, fault: RequestFault) -> None:
+        """A fault on the requests of one code crossing src -> dst ("*": every link out of src,
+        or into dst), and on their replies."""
+        self.links.requests.add(src, dst, fault, trio.current_time())
+        self._notify()
+
+    def _judged(self, src: str, dst: str, code: int, flag: int, opaque: int,
+                reply_faults: dict) -> Verdict:
+        """A command crossing src -> dst while request faults are on: what happens to it. A
+        request that meets a fault on its reply leaves it in `reply_faults` (the connection's),
+        under (the replier, opaque); its reply takes it from there."""
+        if is_reply(flag):
+            fault = reply_faults.pop((src, opaque), None) if reply_faults else None
+            verdict = PASS if fault is None else judge_reply(fault, self.rng)
+        else:
+            verdict, reply_fault = self.links.requests.judge(src, dst, code, flag, trio.current_time(), self.rng)
+            if reply_fault is not None:
+                reply_faults[(dst, opaque)] = reply_fault
+        if verdict.fault is not None and self.on_request_fault is not None:
+            fault = verdict.fault
+            self.on_request_fault({"src": src, "dst": dst, "code": fault.code, "request": code_name(fault.code),
+                                   "reply": is_reply(flag), "action": fault.kind, "opaque": opaque})
+        return verdict
 
     def remove_toxic(self, src: str, dst: str, kind: str | None = None) -> None:
         self.links.remove_toxic(src, dst, kind)
@@ -141,6 +171,7 @@ class _SimEnd(trio.abc.Stream):
         self._last_delivery = -math.inf
         self._broken = False
         self._closed = False
+        self._reply_faults: dict = {}  # shared by both ends: see Network._judged
 
     # --- objects ------------------------------------------------------------------------------
 
@@ -157,7 +188,23 @@ class _SimEnd(trio.abc.Stream):
         peer = self.peer
         if self._broken or peer is None or peer._closed:
             raise trio.BrokenResourceError("connection reset")
-        peer._enqueue(payload, size)
+        if self.net.links.requests and not isinstance(payload, bytes):
+            self._send_judged(peer, payload, size)
+        else:
+            peer._enqueue(payload, size)
+
+    def _send_judged(self, peer: _SimEnd, cmd, size: Size) -> None:
+        """A command past the request faults: dropped, answered in the peer's stead, delayed or
+        sent twice."""
+        verdict = self.net._judged(self.local, self.remote, cmd.code, cmd.flag, cmd.opaque, self._reply_faults)
+        if verdict.action == "answer":
+            try:
+                peer.send_object(cmd.response(verdict.fault.answer, verdict.fault.remark or None), 64)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                pass  # the connection is going: no answer to give
+        elif verdict.action == "deliver":
+            for _ in range(verdict.copies):
+                peer._enqueue(cmd, size, verdict.delay)
 
     def set_receiver(self, on_object: Callable[[object], None],
                      on_end: Callable[[Exception | None], None]) -> None:
@@ -232,9 +279,9 @@ class _SimEnd(trio.abc.Stream):
 
     # --- the network's side: payloads in flight to this end ----------------------------------------
 
-    def _enqueue(self, payload: object, size: Size = 0) -> None:
+    def _enqueue(self, payload: object, size: Size = 0, late: float = 0.0) -> None:
         in_flight = self._in_flight
-        in_flight.append((self.net.now(), payload, size))
+        in_flight.append((self.net.now() + late, payload, size))
         if len(in_flight) == 1:
             self._plan_head()
 
@@ -370,6 +417,7 @@ class SimNetwork(Network):
             raise Unreachable(errno.ECONNREFUSED, f"connection to {address} refused")
         client, server = _SimEnd(self, src, dst), _SimEnd(self, dst, src)
         client.peer, server.peer = server, client
+        server._reply_faults = client._reply_faults
         client.remote_addr, server.remote_addr = address, f"{src}"
         self._track(src, client)
         self._track(dst, server)
@@ -448,55 +496,83 @@ class TcpNetwork(Network):
         conn = _RelayedConnection(inbound, outbound)
         self._track(src, conn)
         self._track(dst, conn)
+        # A channel per direction, bounded: it pushes back on the sender as a full TCP window
+        # would. Each direction's reader may also answer a request in the peer's stead, on the
+        # other direction's channel, so the answer goes out between whole frames.
+        to_dst, from_src = trio.open_memory_channel(64)
+        to_src, from_dst = trio.open_memory_channel(64)
+        reply_faults: dict = {}
         try:
             with conn.scope:
                 async with trio.open_nursery() as pumps:
-                    pumps.start_soon(self._pump, inbound, outbound, src, dst, pumps.cancel_scope)
-                    pumps.start_soon(self._pump, outbound, inbound, dst, src, pumps.cancel_scope)
+                    done = pumps.cancel_scope
+                    pumps.start_soon(self._read, inbound, src, dst, to_dst, to_src.clone(), reply_faults)
+                    pumps.start_soon(self._read, outbound, dst, src, to_src, to_dst.clone(), reply_faults)
+                    pumps.start_soon(self._write, from_src, outbound, src, dst, done)
+                    pumps.start_soon(self._write, from_dst, inbound, dst, src, done)
         finally:
             self._untrack(src, conn)
             self._untrack(dst, conn)
             await trio.aclose_forcefully(inbound)
             await trio.aclose_forcefully(outbound)
 
-    async def _pump(self, source, sink, src: str, dst: str, done: trio.CancelScope) -> None:
-        # Reader and writer apart, so a delayed chunk does not stop the reading; the bounded
-        # channel pushes back on the sender as a full TCP window would.
-        send, receive = trio.open_memory_channel(64)
-
-        async def read():
-            async with send:
-                while True:
-                    try:
-                        data = await source.receive_some(self.RECEIVE_SIZE)
-                    except (trio.BrokenResourceError, trio.ClosedResourceError):
-                        data = b""
-                    if not data:
-                        return
-                    await send.send((trio.current_time(), data))
-
-        async def write():
-            last = -math.inf
-            async for sent_at, data in receive:
-                while True:
-                    plan = self.links.plan(src, dst, len(data), self.rng)
-                    if plan.action != "hold":
-                        break
-                    await self.links_changed()
-                if plan.action == "reset":
-                    break
-                last = max(last, sent_at + plan.delay) + plan.transmit
-                if last > trio.current_time():
-                    await trio.sleep_until(last)
+    async def _read(self, source, src: str, dst: str, send, answer, reply_faults: dict) -> None:
+        """Chunks from src, on to dst's writer. While request faults are on, whole frames, each
+        judged: dropped, delayed, sent twice, or answered on `answer` (back to src)."""
+        cutter = FrameCutter()
+        async with send, answer:
+            while True:
                 try:
-                    await sink.send_all(data)
+                    data = await source.receive_some(self.RECEIVE_SIZE)
                 except (trio.BrokenResourceError, trio.ClosedResourceError):
-                    break
-            done.cancel()  # EOF or reset on one side ends the whole relayed connection
+                    data = b""
+                if not data:
+                    await send.send(None)  # the writer ends the connection once what came before is out
+                    return
+                now = trio.current_time()
+                for piece in cutter.feed(data, cut=bool(self.links.requests)):
+                    if not isinstance(piece, Frame):
+                        await send.send((now, piece, 0.0))
+                        continue
+                    verdict = self._judged(src, dst, piece.code, piece.flag, piece.opaque, reply_faults)
+                    if verdict.action == "answer":
+                        try:
+                            await answer.send((now, _answer_frame(piece, verdict.fault), 0.0))
+                        except (trio.BrokenResourceError, trio.ClosedResourceError):
+                            pass  # the other direction has ended: no answer to give
+                    elif verdict.action == "deliver":
+                        for _ in range(verdict.copies):
+                            await send.send((now, piece.data, verdict.delay))
 
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(read)
-            nursery.start_soon(write)
+    async def _write(self, receive, sink, src: str, dst: str, done: trio.CancelScope) -> None:
+        """Chunks to dst as the link src -> dst plans them: held, late, reset."""
+        last = -math.inf
+        async for item in receive:
+            if item is None:
+                break
+            sent_at, data, late = item
+            while True:
+                plan = self.links.plan(src, dst, len(data), self.rng)
+                if plan.action != "hold":
+                    break
+                await self.links_changed()
+            if plan.action == "reset":
+                break
+            last = max(last, sent_at + late + plan.delay) + plan.transmit
+            if last > trio.current_time():
+                await trio.sleep_until(last)
+            try:
+                await sink.send_all(data)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                break
+        done.cancel()  # EOF or reset on one side ends the whole relayed connection
+
+
+def _answer_frame(request: Frame, fault: RequestFault) -> bytes:
+    """The reply a request fault gives instead of the peer's: its code and remark, the request's
+    opaque and serialize type."""
+    cmd = RemotingCommand(request.code, request.opaque, 0, serialize_type=request.serialize_type)
+    return encode(cmd.response(fault.answer, fault.remark or None))
 
 
 class _ClosableTcpListener:

@@ -10,6 +10,7 @@ import signal
 import trio
 
 from chaos.faults import Fault, FaultError, VerbSpec, Vocabulary
+from chaos.requests import RequestFault
 from nameserver.protocol import RequestCode, ResponseCode
 
 from lab.run.cluster import Cluster
@@ -115,12 +116,16 @@ class LabControl:
 
     async def _toxic(self, fault: Fault) -> str:
         network, toxic = self.cluster.network, fault.toxic
+        add = network.add_request_fault if isinstance(toxic, RequestFault) else network.add_toxic
         if len(fault.nodes) == 2:
-            network.add_toxic(fault.nodes[0], fault.nodes[1], toxic)
-            network.add_toxic(fault.nodes[1], fault.nodes[0], toxic)
+            add(fault.nodes[0], fault.nodes[1], toxic)
+            add(fault.nodes[1], fault.nodes[0], toxic)
         else:
-            network.add_toxic(fault.nodes[0], "*", toxic)
-            network.add_toxic("*", fault.nodes[0], toxic)
+            add(fault.nodes[0], "*", toxic)
+            add("*", fault.nodes[0], toxic)
+        if isinstance(toxic, RequestFault):
+            return f"{toxic.describe()} on the requests between {' and '.join(fault.nodes)}" + \
+                ("" if len(fault.nodes) == 2 else " and any peer")
         return f"{toxic.describe()} on the links of {' and '.join(fault.nodes)}"
 
     def _nameservers(self, target: str) -> list[str]:
