@@ -61,6 +61,8 @@ class Fault:
             record["toxic_table"] = self.toxic.to_table()
             if isinstance(self.toxic, RequestFault):
                 record["code"] = code_name(self.toxic.code)
+                if self.toxic.duration is not None:
+                    record["for_s"] = self.toxic.duration  # the fault's window ends by itself
         record.update(self.params)
         return record
 

@@ -103,8 +103,10 @@ class Network:
                 reply_faults[(dst, opaque)] = reply_fault
         if verdict.fault is not None and self.on_request_fault is not None:
             fault = verdict.fault
-            self.on_request_fault({"src": src, "dst": dst, "code": fault.code, "request": code_name(fault.code),
-                                   "reply": is_reply(flag), "action": fault.kind, "opaque": opaque})
+            request = fault.code if is_reply(flag) else code  # a reply's own code is its response code
+            self.on_request_fault({"src": src, "dst": dst, "code": request, "request": code_name(request),
+                                   "reply": is_reply(flag), "action": verdict.why or fault.kind, "opaque": opaque,
+                                   **({"delay": round(verdict.delay, 6)} if verdict.delay else {})})
         return verdict
 
     def remove_toxic(self, src: str, dst: str, kind: str | None = None) -> None:

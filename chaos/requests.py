@@ -3,9 +3,10 @@ are passed in.
 
 A request fault sits on a link as a toxic does and acts on the requests of one code that cross it
 (and on their replies): `drop` the request (its sender times out), `drop-reply` (it is handled, its
-answer never comes), `delay` it or (`reply`) its answer, `duplicate` it, or `answer` it at once
+answer never comes), `delay` it or (`reply`) its answer, `duplicate` it, `answer` it at once
 with a response code and remark instead of forwarding it (SYSTEM_BUSY, as a broker under load
-does). Each may be limited to the first `count` requests or to a time (`for`). Both networks carry
+does), or make it `slow` to process: it holds its NameServer's route table for `delay`, and every
+route-table request to that node waits behind it (RouteInfoManager's read-write lock). Each may be limited to the first `count` requests or to a time (`for`). Both networks carry
 whole commands past `judge`: the simulated one as objects, the socket relays by cutting their
 byte streams into frames (FrameCutter), so a fault means the same in both.
 """
@@ -22,7 +23,16 @@ from nameserver.protocol.codes import FLAG_ONEWAY, FLAG_RESPONSE
 from nameserver.protocol.frames import FRAME_MAX_LENGTH
 from nameserver.protocol.headers import ProtocolError, decode_header
 
-KINDS = ("drop", "drop-reply", "delay", "reply", "duplicate", "answer")
+KINDS = ("drop", "drop-reply", "delay", "reply", "duplicate", "answer", "slow")
+# The requests a NameServer serves under RouteInfoManager's read-write lock: while a `slow` request
+# holds it (REGISTER_BROKER of a 10,000-topic broker, say), these wait for it, as route reads do.
+ROUTE_TABLE_CODES = frozenset({
+    RequestCode.REGISTER_BROKER, RequestCode.UNREGISTER_BROKER, RequestCode.GET_ROUTEINFO_BY_TOPIC,
+    RequestCode.GET_BROKER_CLUSTER_INFO, RequestCode.WIPE_WRITE_PERM_OF_BROKER, RequestCode.ADD_WRITE_PERM_OF_BROKER,
+    RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER, RequestCode.DELETE_TOPIC_IN_NAMESRV,
+    RequestCode.GET_TOPICS_BY_CLUSTER, RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_NS, RequestCode.GET_UNIT_TOPIC_LIST,
+    RequestCode.GET_HAS_UNIT_SUB_TOPIC_LIST, RequestCode.GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST,
+})
 
 
 def code_number(text: object, names: type = RequestCode) -> int:
@@ -58,14 +68,14 @@ class RequestFault:
     def __post_init__(self):
         if self.kind not in KINDS:
             raise ValueError(f"unknown request fault {self.kind!r}: use one of {', '.join(KINDS)}")
-        if self.kind in ("delay", "reply") and self.delay <= 0:
+        if self.kind in ("delay", "reply", "slow") and self.delay <= 0:
             raise ValueError(f"{self.kind} needs delay= (e.g. delay=5s)")
         if self.count is not None and self.count < 1:
             raise ValueError(f"count must be >= 1, not {self.count}")
 
     def describe(self) -> str:
         words = [self.kind, code_name(self.code)]
-        if self.kind in ("delay", "reply"):
+        if self.kind in ("delay", "reply", "slow"):
             words.append(f"{self.delay:g}s" + (f"±{self.jitter:g}s" if self.jitter else ""))
         if self.kind == "answer":
             words.append(code_name(self.answer, ResponseCode) + (f" {self.remark!r}" if self.remark else ""))
@@ -78,7 +88,7 @@ class RequestFault:
     def to_table(self) -> dict:
         """The fault as a scenario's timeline keys (chaos/faults.py reads them back)."""
         table: dict = {"kind": self.kind, "code": code_name(self.code)}
-        if self.kind in ("delay", "reply"):
+        if self.kind in ("delay", "reply", "slow"):
             table.update(delay=f"{self.delay!r}s", jitter=f"{self.jitter!r}s")
         if self.kind == "answer":
             table.update(answer=code_name(self.answer, ResponseCode), remark=self.remark)
@@ -91,12 +101,14 @@ class RequestFault:
 
 class Verdict(NamedTuple):
     """What happens to one command: `deliver` it (`copies` times, `delay` seconds late), `drop` it,
-    or `answer` it: the relay sends `reply` back instead."""
+    or `answer` it (the link answers in the peer's stead); `fault` is what acted on it, and `why`
+    says so when it is not that fault's kind ("wait": for a route table a slow request holds)."""
 
     action: str
     delay: float = 0.0
     copies: int = 1
     fault: RequestFault | None = None
+    why: str | None = None
 
 
 PASS = Verdict("deliver")
@@ -116,9 +128,11 @@ class RequestFaults:
     (src, "*") and ("*", dst); one of each kind and code, the most specific winning."""
 
     on: dict[tuple[str, str], dict[tuple[str, int], _Installed]] = field(default_factory=dict)
+    # node -> (when its route table is free again, the slow fault holding it)
+    locked: dict[str, tuple[float, RequestFault]] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
-        return bool(self.on)
+        return bool(self.on) or bool(self.locked)
 
     def add(self, src: str, dst: str, fault: RequestFault, now: float) -> None:
         until = None if fault.duration is None else now + fault.duration
@@ -126,6 +140,7 @@ class RequestFaults:
 
     def clear(self) -> None:
         self.on.clear()
+        self.locked.clear()
 
     def _matching(self, src: str, dst: str, code: int, now: float) -> list[_Installed]:
         found: dict[str, _Installed] = {}
@@ -141,8 +156,12 @@ class RequestFaults:
         """A request src -> dst: what happens to it, and the fault its reply meets (None: none).
         A fault limited by count spends one for each request it acts on."""
         matching = self._matching(src, dst, code, now)
+        free_at, holder = self.locked.get(dst, (now, None))
+        if holder is not None and free_at <= now:
+            del self.locked[dst]  # let go
+        waits = free_at - now if code in ROUTE_TABLE_CODES and free_at > now else 0.0
         if not matching:
-            return PASS, None
+            return (PASS if not waits else Verdict("deliver", waits, 1, holder, "wait")), None
         for installed in matching:
             if installed.left is not None:
                 installed.left -= 1
@@ -152,9 +171,14 @@ class RequestFaults:
                 if kind == "answer" and flag & FLAG_ONEWAY:
                     return Verdict("drop", fault=faults[kind]), None  # a oneway request gets no answer
                 return Verdict(kind, fault=faults[kind]), None
-        delay = _delay(faults.get("delay"), rng)
+        delay = _delay(faults.get("delay"), rng) + waits
+        slow = faults.get("slow")
+        if slow is not None:  # it takes the table once the one before lets go, and holds it
+            delay += _delay(slow, rng)
+            self.locked[dst] = (now + delay, slow)
+        acting = slow or faults.get("delay") or faults.get("duplicate")
         verdict = Verdict("deliver", delay, 2 if "duplicate" in faults else 1,
-                          faults.get("delay") or faults.get("duplicate"))
+                          acting or (holder if waits else None), None if acting or not waits else "wait")
         reply = None if flag & FLAG_ONEWAY else (faults.get("drop-reply") or faults.get("reply"))
         return verdict, reply
 

@@ -94,7 +94,7 @@ def per_grid(runs: DataFrame, sound: DataFrame, points: DataFrame) -> DataFrame:
         F.sum("events").alias("events"), F.sum("messages").alias("messages"),
         F.avg("availability").alias("availability"), F.min("worst_second").alias("worst_second"),
         _ratio(F.sum("retries"), F.sum("messages")).alias("retries_per_message"),
-        *[F.sum(c).alias(c) for c in ("failed", "lost", "duplicates", "false_removals")],
+        *[F.sum(c).alias(c) for c in ("failed", "lost", "duplicates", "false_removals", "faulted_requests")],
         F.avg("divergence_s").alias("divergence_s"), F.max("longest_divergence_s").alias("longest_divergence_s"),
         F.avg("recovery_s").alias("recovery_s"))
     detection = per_run_table(sound, "detection", *GRID_KEY).groupBy(*GRID_KEY).agg(

@@ -71,7 +71,7 @@ RUN_COLUMNS = [
              "worst_second double, detection_p50_s double, detection_p95_s double, detection_max_s double, "
              "undetected long, blind_p50_s double, blind_p95_s double, blind_max_s double, blind_censored long, "
              "divergence_s double, longest_divergence_s double, recovery_s double, false_removals long, "
-             "availability double, retries_per_message double"),
+             "faulted_requests long, availability double, retries_per_message double"),
 ]
 SCHEMA = StructType([*RUN_COLUMNS,
                      *(StructField(rows_of(name), ArrayType(StructType(_fields(spec)))) for name, spec in TABLES.items())])

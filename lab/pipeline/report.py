@@ -36,7 +36,8 @@ SUMMARY = [("runs", "runs"), ("availability", "avail"), ("worst_second", "worst 
 RUN_FIGURES = [("messages", "msgs"), ("availability", "avail"), ("retries_per_message", "retries/msg"),
                ("failed", "failed msgs"), ("lost", "lost"), ("duplicates", "dups"),
                ("detection_max_s", "detect max s"), ("blind_max_s", "blind max s"), ("divergence_s", "diverged s"),
-               ("recovery_s", "recovery s"), ("false_removals", "false rm")]
+               ("recovery_s", "recovery s"), ("false_removals", "false rm"),
+               ("faulted_requests", "faulted reqs")]
 COLLECTED = ["grid", "runs", "grid_availability", "faults", "detection", "blind", "removals", "send_latency",
              "throughput", "send_latency_over_time", "timeline"]
 

@@ -234,15 +234,17 @@ def verdict(run: Run, problem: str | None) -> dict:
 
 def fault_windows(run: Run) -> list[dict]:
     """One row per fault and target: from the fault to the verb that undoes it, or the run's end."""
-    faults = [(seq, text(r.get("verb")), run.t(seq), fault_targets(r, run.nameservers))
+    faults = [(seq, text(r.get("verb")), run.t(seq), fault_targets(r, run.nameservers), number(r.get("for_s")))
               for seq, r in run.of("chaos.fault")]
     windows = []
-    for seq, verb, start, targets in faults:
+    for seq, verb, start, targets, lasts in faults:
         if verb not in CLOSERS:
             continue
         for target in dict.fromkeys(targets):
-            closed = _min(t for c_seq, c_verb, t, c_targets in faults
+            closed = _min(t for c_seq, c_verb, t, c_targets, _ in faults
                           if c_seq > seq and c_verb in CLOSERS[verb] and (not c_targets or target in c_targets))
+            if lasts is not None and start is not None:  # a request fault given a time (`for`)
+                closed = _min([closed, start + lasts])
             end = closed if closed is not None else run.end_t
             windows.append({"fault_seq": seq, "target": target, "verb": verb, "start": start, "end": end,
                             "duration_s": None if end is None or start is None else end - start})
@@ -475,10 +477,11 @@ def analyse(records: list[dict], problem: str | None) -> tuple[dict, dict[str, l
         "latency_buckets": latency_buckets(run),
         "timeline": timeline(run),
     }
-    return {**run_info(run, problem), **totals, **summary(tables, totals)}, tables
+    faulted = len(run.by_kind.get("chaos.request", []))  # requests a request fault acted on
+    return {**run_info(run, problem), **totals, **summary(tables, totals, faulted)}, tables
 
 
-def summary(tables: dict[str, list[dict]], totals: dict) -> dict:
+def summary(tables: dict[str, list[dict]], totals: dict, faulted_requests: int) -> dict:
     """The run's figures over its own tables."""
     detection, blind = tables["detection"], tables["blind"]
     messages = totals["messages"]
@@ -492,6 +495,7 @@ def summary(tables: dict[str, list[dict]], totals: dict) -> dict:
         "longest_divergence_s": _max(d["duration_s"] for d in tables["divergence"]),
         "recovery_s": _max(r["recovery_s"] for r in tables["recovery"]),
         "false_removals": sum(r["false_removal"] is True for r in tables["removals"]),
+        "faulted_requests": faulted_requests,
         "availability": totals["acked"] / messages if messages else None,
         "retries_per_message": totals["retries"] / messages if messages else None,
     }

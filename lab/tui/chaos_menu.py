@@ -16,6 +16,13 @@ TOXICS = {  # label -> the toxic's words after the node
     "bandwidth 10 KiB/s": ["bandwidth", "rate=10k"],
     "blackhole (bytes vanish, connections stay)": ["blackhole"],
     "reset (connections torn down)": ["reset"],
+    # On one kind of request (chaos/requests.py): the rest of the link flows.
+    "drop REGISTER_BROKER (registrations lost, routes flow)": ["drop", "code=REGISTER_BROKER"],
+    "route replies 5s late (past the 3 s timeout)": ["reply", "code=GET_ROUTEINFO_BY_TOPIC", "delay=5s"],
+    "slow REGISTER_BROKER 8s (route reads wait for the table)": ["slow", "code=REGISTER_BROKER", "delay=8s"],
+    "SEND_MESSAGE answered SYSTEM_BUSY": ["answer", "code=SEND_MESSAGE", "answer=SYSTEM_BUSY",
+                                          "remark=[TIMEOUT_CLEAN_QUEUE]broker busy"],
+    "duplicate SEND_MESSAGE": ["duplicate", "code=SEND_MESSAGE"],
 }
 GROW = {f"{n:,} topics": [f"count={n}"] for n in (1_000, 10_000, 30_000)}
 SECOND = {"toxic": ("Which toxic?", TOXICS), "grow-topics": ("How many topics?", GROW)}

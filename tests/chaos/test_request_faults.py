@@ -206,3 +206,19 @@ def test_the_vocabulary_reads_request_faults_from_words_and_tables():
         with pytest.raises(FaultError, match=error):
             vocab.parse_words(["toxic", "ns-0", *words])
     assert code_number("SEND_MESSAGE_V2") == 310
+
+
+async def test_a_slow_request_holds_the_route_table_and_route_reads_wait_behind_it(net, nursery):
+    register = RequestCode.REGISTER_BROKER
+    server, client = await setup(net, nursery, RequestFault("slow", register, delay=0.6), dst="server")
+    reader = await client_of(net, nursery, net.address_of["server"])
+    started = trio.current_time()
+    async with trio.open_nursery() as calls:
+        calls.start_soon(call, client, register, 2.0)
+        await trio.sleep(0.1)
+        assert (await call(reader, ROUTE, 2.0)).code == ResponseCode.SUCCESS  # it waited for the table
+        waited = trio.current_time() - started
+        assert (await call(reader, RequestCode.QUERY_DATA_VERSION)).code == ResponseCode.SUCCESS
+    assert waited >= 0.6 and trio.current_time() - started < waited + 0.3  # not a route-table code: no wait
+    assert [(r["request"], r["action"]) for r in net.recorded] == [("REGISTER_BROKER", "slow"),
+                                                                 ("GET_ROUTEINFO_BY_TOPIC", "wait")]

@@ -144,3 +144,16 @@ def test_shipped_logs_decode_as_binary_file_ones_do(spark, tmp_path):
     local = read._local_logs([str(tmp_path)])
     shipped = read._shipped(spark, local).mapInArrow(read.decode_batches, read.SCHEMA)
     assert sorted(shipped.collect()) == sorted(read.load(spark, [str(tmp_path)]).collect())
+
+
+def test_a_request_fault_counts_its_requests_and_its_window_ends_with_its_time():
+    log = crash_log()
+    log.add(5.0, "lab", "chaos.fault", source="scenario", verb="toxic", nodes=["broker-b-0", "ns-1"],
+            toxic="drop REGISTER_BROKER for 3s", code="REGISTER_BROKER", for_s=3.0)
+    for t in (5.5, 7.5):
+        log.add(t, "lab", "chaos.request", src="broker-b-0", dst="ns-1", code=103, request="REGISTER_BROKER",
+                reply=False, action="drop", opaque=1)
+    row = decoded(log.bytes())
+    assert row["faulted_requests"] == 2
+    assert {(w["target"], w["end"]) for w in row["faults_rows"] if w["verb"] == "toxic"} == \
+        {("broker-b-0", 8.0), ("ns-1", 8.0)}

@@ -49,6 +49,8 @@ CONTROLS = {
     "freeze": ("f", ["broker-a-0"], state("broker-a-0"), "frozen", "frozen", ("u", ["broker-a-0"], "up")),
     "isolate": ("i", ["broker-b-0"], state("broker-b-0"), "cut off", "cut off", ("h", [], "up")),
     "toxic": ("t", ["broker-a-0", "latency 500ms"], toxics, {"latency 500ms"}, None, ("h", [], set())),
+    "toxic:request": ("t", ["broker-a-0", "drop REGISTER_BROKER (registrations lost, routes flow)"], toxics,
+                      {"drop REGISTER_BROKER"}, None, ("h", [], set())),
     "ns-down": ("n", ["all"], nameservers, {"killed"}, None, ("N", ["all"], {"up"})),
     "wipe-perm": ("w", ["broker-a"], wiped, {True}, "wiped@ns-0,ns-1", ("W", ["broker-a"], {False})),
     "stop": ("s", ["producer-0"], state("producer-0"), "stopped", None, None),
@@ -67,7 +69,8 @@ def test_each_chaos_key_acts_on_the_running_cluster_and_shows_it(verb):
         await started(pilot)
         await pilot.press(key)
         await choose(pilot, choices)
-        await wait_until(pilot, lambda: verb in {r.get("verb") for r in model.events("chaos.fault")},
+        fault = verb.partition(":")[0]
+        await wait_until(pilot, lambda: fault in {r.get("verb") for r in model.events("chaos.fault")},
                          f"{verb} is in the event log")
         await wait_until(pilot, lambda: shown(model) == expected, f"the lab shows {verb}: {expected}")
         if on_screen:
