@@ -79,7 +79,8 @@ GENERIC_VERBS = [
     VerbSpec("toxic", "toxic", "a link toxic: toxic NODE[:PEER] latency=100ms jitter=10ms | loss=0.1 | "
                                "bandwidth=10k | blackhole | reset; or on one request code: "
                                "toxic NODE[:PEER] drop | drop-reply | delay delay=5s | reply delay=5s | duplicate | "
-                               "answer answer=SYSTEM_BUSY remark=TEXT, each with code=NAME|NUMBER [count=N] [for=3m]"),
+                               "answer answer=SYSTEM_BUSY remark=TEXT | slow delay=8s | dialect keys=quoted|unquoted, "
+                               "each with code=NAME|NUMBER [count=N] [for=3m]"),
 ]
 
 
@@ -120,7 +121,8 @@ def parse_request_fault(kind: str, params: dict[str, str], parse_duration) -> Re
             delay=parse_duration(params.get("delay", 0)), jitter=parse_duration(params.get("jitter", 0)),
             answer=code_number(params.get("answer", "SYSTEM_BUSY"), ResponseCode), remark=str(params.get("remark", "")),
             count=int(params["count"]) if "count" in params else None,
-            duration=parse_duration(params["for"]) if "for" in params else None)
+            duration=parse_duration(params["for"]) if "for" in params else None,
+            keys=str(params.get("keys", "quoted")))
     except ValueError as e:
         raise FaultError(f"{kind}: {e}") from None
 

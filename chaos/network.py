@@ -14,6 +14,7 @@ they arrive if the link heals before someone closes the connection.
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import logging
 import math
@@ -23,12 +24,13 @@ from typing import Callable, Iterable
 
 import trio
 
-from nameserver.protocol import RemotingCommand
-from nameserver.protocol.frames import encode
+from nameserver.protocol import RemotingCommand, SerializeType
+from nameserver.protocol.frames import FrameDecoder, encode
 
 from .clock import timer_source
 from .links import Links, Size, Toxic
-from .requests import PASS, Frame, FrameCutter, RequestFault, Verdict, code_name, is_reply, judge_reply
+from .requests import (PASS, Frame, FrameCutter, RequestFault, Verdict, code_name, is_reply, judge_reply,
+                       rewrite_keys)
 
 log = logging.getLogger("chaos.network")
 
@@ -204,6 +206,8 @@ class _SimEnd(trio.abc.Stream):
                 peer.send_object(cmd.response(verdict.fault.answer, verdict.fault.remark or None), 64)
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 pass  # the connection is going: no answer to give
+        elif verdict.action == "rewrite":
+            peer._enqueue(_rewritten(cmd, verdict.fault), size)
         elif verdict.action == "deliver":
             for _ in range(verdict.copies):
                 peer._enqueue(cmd, size, verdict.delay)
@@ -542,6 +546,9 @@ class TcpNetwork(Network):
                             await answer.send((now, _answer_frame(piece, verdict.fault), 0.0))
                         except (trio.BrokenResourceError, trio.ClosedResourceError):
                             pass  # the other direction has ended: no answer to give
+                    elif verdict.action == "rewrite":
+                        [cmd] = FrameDecoder().feed(piece.data)
+                        await send.send((now, encode(_rewritten(cmd, verdict.fault)), 0.0))
                     elif verdict.action == "deliver":
                         for _ in range(verdict.copies):
                             await send.send((now, piece.data, verdict.delay))
@@ -568,6 +575,13 @@ class TcpNetwork(Network):
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 break
         done.cancel()  # EOF or reset on one side ends the whole relayed connection
+
+
+def _rewritten(reply: RemotingCommand, fault: RequestFault) -> RemotingCommand:
+    """A reply with its JSON body in the dialect fault's form (a msgpack body has no dialect)."""
+    if not reply.body or reply.serialize_type == SerializeType.MSGPACK:
+        return reply
+    return dataclasses.replace(reply, body=rewrite_keys(reply.body, fault.keys))
 
 
 def _answer_frame(request: Frame, fault: RequestFault) -> bytes:

@@ -6,7 +6,10 @@ A request fault sits on a link as a toxic does and acts on the requests of one c
 answer never comes), `delay` it or (`reply`) its answer, `duplicate` it, `answer` it at once
 with a response code and remark instead of forwarding it (SYSTEM_BUSY, as a broker under load
 does), or make it `slow` to process: it holds its NameServer's route table for `delay`, and every
-route-table request to that node waits behind it (RouteInfoManager's read-write lock). Each may be limited to the first `count` requests or to a time (`for`). Both networks carry
+route-table request to that node waits behind it (RouteInfoManager's read-write lock). A
+`dialect` fault rewrites the JSON route bodies in its replies with `keys` quoted (`{"0":"addr"}`,
+what 4.9.4+ sends a client of version >= 401) or unquoted (`{0:"addr"}`, fastjson's legacy form),
+whatever the client's version: a client that parses only one of them fails (rocketmq-spec §3.3). Each may be limited to the first `count` requests or to a time (`for`). Both networks carry
 whole commands past `judge`: the simulated one as objects, the socket relays by cutting their
 byte streams into frames (FrameCutter), so a fault means the same in both.
 """
@@ -14,6 +17,7 @@ byte streams into frames (FrameCutter), so a fault means the same in both.
 from __future__ import annotations
 
 import random
+import re
 import struct
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -23,7 +27,8 @@ from nameserver.protocol.codes import FLAG_ONEWAY, FLAG_RESPONSE
 from nameserver.protocol.frames import FRAME_MAX_LENGTH
 from nameserver.protocol.headers import ProtocolError, decode_header
 
-KINDS = ("drop", "drop-reply", "delay", "reply", "duplicate", "answer", "slow")
+KINDS = ("drop", "drop-reply", "delay", "reply", "duplicate", "answer", "slow", "dialect")
+KEYS = ("quoted", "unquoted")  # a dialect fault's brokerAddrs keys
 # The requests a NameServer serves under RouteInfoManager's read-write lock: while a `slow` request
 # holds it (REGISTER_BROKER of a 10,000-topic broker, say), these wait for it, as route reads do.
 ROUTE_TABLE_CODES = frozenset({
@@ -64,12 +69,15 @@ class RequestFault:
     remark: str = ""  # answer: the response's remark
     count: int | None = None  # only the first `count` requests
     duration: float | None = None  # only for this many seconds after it is added
+    keys: str = "quoted"  # dialect: how brokerAddrs keys are written (KEYS)
 
     def __post_init__(self):
         if self.kind not in KINDS:
             raise ValueError(f"unknown request fault {self.kind!r}: use one of {', '.join(KINDS)}")
         if self.kind in ("delay", "reply", "slow") and self.delay <= 0:
             raise ValueError(f"{self.kind} needs delay= (e.g. delay=5s)")
+        if self.kind == "dialect" and self.keys not in KEYS:
+            raise ValueError(f"keys must be quoted or unquoted, not {self.keys!r}")
         if self.count is not None and self.count < 1:
             raise ValueError(f"count must be >= 1, not {self.count}")
 
@@ -79,6 +87,8 @@ class RequestFault:
             words.append(f"{self.delay:g}s" + (f"±{self.jitter:g}s" if self.jitter else ""))
         if self.kind == "answer":
             words.append(code_name(self.answer, ResponseCode) + (f" {self.remark!r}" if self.remark else ""))
+        if self.kind == "dialect":
+            words.append(f"{self.keys} keys")
         if self.count is not None:
             words.append(f"×{self.count}")
         if self.duration is not None:
@@ -92,6 +102,8 @@ class RequestFault:
             table.update(delay=f"{self.delay!r}s", jitter=f"{self.jitter!r}s")
         if self.kind == "answer":
             table.update(answer=code_name(self.answer, ResponseCode), remark=self.remark)
+        if self.kind == "dialect":
+            table["keys"] = self.keys
         if self.count is not None:
             table["count"] = self.count
         if self.duration is not None:
@@ -179,7 +191,8 @@ class RequestFaults:
         acting = slow or faults.get("delay") or faults.get("duplicate")
         verdict = Verdict("deliver", delay, 2 if "duplicate" in faults else 1,
                           acting or (holder if waits else None), None if acting or not waits else "wait")
-        reply = None if flag & FLAG_ONEWAY else (faults.get("drop-reply") or faults.get("reply"))
+        reply = None if flag & FLAG_ONEWAY else \
+            (faults.get("drop-reply") or faults.get("reply") or faults.get("dialect"))
         return verdict, reply
 
 
@@ -190,10 +203,24 @@ def _delay(fault: RequestFault | None, rng: random.Random) -> float:
 
 
 def judge_reply(fault: RequestFault, rng: random.Random) -> Verdict:
-    """The reply to a request that met `fault` (drop-reply or reply)."""
+    """The reply to a request that met `fault` (drop-reply, reply or dialect)."""
     if fault.kind == "drop-reply":
         return Verdict("drop", fault=fault)
+    if fault.kind == "dialect":
+        return Verdict("rewrite", fault=fault)
     return Verdict("deliver", _delay(fault, rng), 1, fault)
+
+
+_BROKER_ADDRS = re.compile(rb'"brokerAddrs":\{[^{}]*\}')
+_UNQUOTED_KEY = re.compile(rb'(?<=[{,])(-?\d+):')
+_QUOTED_KEY = re.compile(rb'(?<=[{,])"(-?\d+)":')
+
+
+def rewrite_keys(body: bytes, keys: str) -> bytes:
+    """A JSON route (or cluster) body with every brokerAddrs object's keys written `keys`."""
+    if keys == "quoted":
+        return _BROKER_ADDRS.sub(lambda m: _UNQUOTED_KEY.sub(rb'"\1":', m.group(0)), body)
+    return _BROKER_ADDRS.sub(lambda m: _QUOTED_KEY.sub(rb"\1:", m.group(0)), body)
 
 
 def is_reply(flag: int) -> bool:

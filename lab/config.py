@@ -76,6 +76,9 @@ class ClientSection:
     persistConsumerOffsetInterval: float = duration(5.0)
     mqClientApiTimeout: float = duration(3.0)
     connectTimeoutMillis: float = duration(3.0)
+    # How the client reads a route body (nslab; lab/clients/route_parsers.py): fastjson as Java's
+    # clients do, or strict / go-v2 as clients in other languages do (they then speak JSON).
+    routeParser: str = "fastjson"
 
 
 @dataclass
@@ -167,6 +170,7 @@ POSITIVE_DURATIONS = (
     "producer.sendMsgTimeout", "consumer.brokerSuspendMaxTimeMillis", "consumer.pullTimeDelayMillsWhenException",
     "consumer.rebalanceInterval",
 )
+ROUTE_PARSERS = ("fastjson", "strict", "go-v2")  # lab/clients/route_parsers.py's PARSERS
 MAX_SLAVES = 9  # broker ports are 10 apart within a group, groups 100 apart (lab/run/topology.py)
 
 
@@ -201,6 +205,8 @@ def _rules(config: LabConfig) -> list[tuple]:
         ("producer.notAvailableDuration", min(p.notAvailableDuration, default=0) >= 0, "must not be negative"),
         ("producer.notAvailableDuration", len(p.latencyMax) == len(p.notAvailableDuration),
          "must have as many entries as producer.latencyMax", "producer.latencyMax"),
+        ("client.routeParser", config.client.routeParser in ROUTE_PARSERS,
+         f"must be one of {', '.join(ROUTE_PARSERS)}"),
         ("producer.rate", p.rate > 0, "must be positive"),
         ("producer.messageSize", p.messageSize >= 1, "must be at least 1 (RocketMQ refuses an empty body)"),
         ("consumer.pullBatchSize", 1 <= config.consumer.pullBatchSize <= 1024, "must be within 1..1024"),

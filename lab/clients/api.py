@@ -15,9 +15,10 @@ import trio
 from lab.remoting.channels import LAB_SERIALIZE_TYPE, ChannelTable, Node, request
 from nameserver import bodies
 from nameserver.client import RemotingError, RemotingTimeoutError
-from nameserver.protocol import RemotingCommand, RequestCode, ResponseCode
+from nameserver.protocol import RemotingCommand, RequestCode, ResponseCode, SerializeType
 from nameserver.routes import TopicRouteData
 
+from . import route_parsers
 from .errors import MQBrokerError, MQClientError, RemotingConnectError
 from .namesrv import NamesrvSelector
 from .route_cache import MessageQueue
@@ -165,6 +166,14 @@ class MQClientAPI:
 
     async def get_topic_route_info_from_name_server(self, topic: str, timeout: float) -> TopicRouteData:
         """MQBrokerError(17) when the NameServer knows no route; RemotingError when none answers."""
+        parser = self.node.config.client.routeParser
+        if parser != "fastjson":  # a client in another language: JSON, its version, its parser
+            code = RequestCode.GET_ROUTEINFO_BY_TOPIC
+            asked = RemotingCommand.request(code, {"topic": topic}, serialize_type=SerializeType.JSON,
+                                            version=route_parsers.VERSION[parser])
+            return _read_reply(await self.invoke(None, asked, timeout), code, None,
+                               lambda r: bodies.route_from_wire(route_parsers.load_route(r.body or b"", parser)),
+                               (ResponseCode.SUCCESS,))
         return await self._call(None, RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic}, timeout,
                                 lambda r: bodies.route_from_wire(_body(r)))
 

@@ -23,6 +23,8 @@ TOXICS = {  # label -> the toxic's words after the node
     "SEND_MESSAGE answered SYSTEM_BUSY": ["answer", "code=SEND_MESSAGE", "answer=SYSTEM_BUSY",
                                           "remark=[TIMEOUT_CLEAN_QUEUE]broker busy"],
     "duplicate SEND_MESSAGE": ["duplicate", "code=SEND_MESSAGE"],
+    "routes in legacy unquoted keys (strict JSON clients fail)": ["dialect", "code=GET_ROUTEINFO_BY_TOPIC",
+                                                                  "keys=unquoted"],
 }
 GROW = {f"{n:,} topics": [f"count={n}"] for n in (1_000, 10_000, 30_000)}
 SECOND = {"toxic": ("Which toxic?", TOXICS), "grow-topics": ("How many topics?", GROW)}

@@ -11,7 +11,7 @@ import trio
 from chaos.faults import FaultError
 from chaos.links import Links
 from chaos.network import SimNetwork, TcpNetwork
-from chaos.requests import FrameCutter, RequestFault, RequestFaults, code_number
+from chaos.requests import FrameCutter, RequestFault, RequestFaults, code_number, rewrite_keys
 from lab.control.faults import vocabulary
 from nameserver.client import RemotingClient, RemotingTimeoutError
 from nameserver.connection import Connection
@@ -222,3 +222,31 @@ async def test_a_slow_request_holds_the_route_table_and_route_reads_wait_behind_
     assert waited >= 0.6 and trio.current_time() - started < waited + 0.3  # not a route-table code: no wait
     assert [(r["request"], r["action"]) for r in net.recorded] == [("REGISTER_BROKER", "slow"),
                                                                  ("GET_ROUTEINFO_BY_TOPIC", "wait")]
+
+
+LEGACY = b'{"brokerDatas":[{"brokerAddrs":{0:"127.0.0.1:10911",1:"127.0.0.1:10921"},"brokerName":"broker-a"}]}'
+
+
+async def test_a_dialect_fault_rewrites_the_brokeraddrs_keys_of_json_route_replies(net, nursery):
+    listener, address = await net.listen("server", 0)
+
+    async def serve(stream):
+        await Connection(stream).serve(lambda cmd: cmd.response(ResponseCode.SUCCESS, body=LEGACY))
+
+    nursery.start_soon(trio.serve_listeners, serve, [listener])
+    client = await client_of(net, nursery, address)
+    assert (await call(client, ROUTE)).body == LEGACY
+    net.add_request_fault("*", "server", RequestFault("dialect", ROUTE, keys="quoted"))
+    assert (await call(client, ROUTE)).body == LEGACY.replace(b"{0:", b'{"0":').replace(b",1:", b',"1":')
+    assert (await call(client, CLUSTER)).body == LEGACY  # another code: untouched
+    packed = RemotingCommand.request(ROUTE, {"topic": "T"}, serialize_type=SerializeType.MSGPACK)
+    assert (await client.invoke(packed, 1.0)).body == LEGACY  # a msgpack exchange has no dialect
+    assert [r["action"] for r in net.recorded] == ["dialect", "dialect"]
+
+
+def test_rewriting_keys_touches_only_brokeraddrs_and_round_trips():
+    quoted = rewrite_keys(LEGACY + b'{"other":{0:1}}', "quoted")
+    assert quoted.endswith(b'{"other":{0:1}}') and b'"brokerAddrs":{"0":"127.0.0.1:10911","1":' in quoted
+    assert rewrite_keys(quoted, "unquoted") == LEGACY + b'{"other":{0:1}}'
+    with pytest.raises(ValueError, match="keys must be quoted or unquoted"):
+        RequestFault("dialect", ROUTE, keys="both")

@@ -17,6 +17,7 @@ CASES = [
     ("registrations-lost", 20, {("REGISTER_BROKER", "drop")}),
     ("route-replies-delayed", 20, {("GET_ROUTEINFO_BY_TOPIC", "reply")}),
     ("heartbeat-storm", 10, {("REGISTER_BROKER", "slow"), ("GET_ROUTEINFO_BY_TOPIC", "wait")}),
+    ("route-dialect", 20, {("GET_ROUTEINFO_BY_TOPIC", "dialect")}),
 ]
 
 
@@ -31,3 +32,21 @@ def test_a_request_fault_scenario_holds_over_real_sockets(name, speed, acted, tm
     assert min(r["t"] for r in records) >= fault["t"], "nothing is touched before the fault"
     # Only the fault's code, and (behind a slow one) the route-table requests that waited.
     assert {r["request"] for r in records} <= {code_name(c) for c in ROUTE_TABLE_CODES}
+
+
+def test_go_clients_given_quoted_keys_take_the_slave_for_the_master(tmp_path):
+    # route-dialect with rocketmq-client-go v2's parser and quoted keys (rocketmq-client-go#845):
+    # every address reads as id 0, the slave's last, so sends go to slaves, which refuse them.
+    text = scenarios.find("route-dialect").read_text()
+    text = text.replace('routeParser = "strict"', 'routeParser = "go-v2"').replace('keys = "unquoted"', 'keys = "quoted"')
+    (tmp_path / "go.toml").write_text(text)
+    path = tmp_path / "go.events"
+    verdict = scenarios.run(scenarios.prepare(str(tmp_path / "go.toml"), seed=1),
+                            RunOptions(sim=True, events_path=path))
+    cached = next(r for r in verdict.results if r.name == "running clients live on their cached routes")
+    assert cached.ok is False
+    records = list(read_events(path.read_bytes()))
+    during = [r["result"] for r in records if r["kind"] == "producer.send" and 70 <= r["t"] <= 140]
+    assert during.count("SERVICE_NOT_AVAILABLE") > len(during) / 2
+    after = [r["result"] for r in records if r["kind"] == "producer.send" and r["t"] >= 200]
+    assert after and set(after) == {"ok"}, "legacy keys again: masters again"
