@@ -71,6 +71,9 @@ def test_nodes_run_as_processes_under_live_control(tmp_path):
         assert chaos(env, "kill", "broker-a-0").stdout.strip() == "broker-a-0 killed"
         assert process_state(pid) is None  # reaped: no zombie either
         assert rows(env)["broker-a-0"][:2] == ("broker", "killed")
+        # A request fault on a child's link: the relay in this process cuts its frames.
+        dropped = chaos(env, "toxic", "broker-a-0:ns-0", "drop", "code=REGISTER_BROKER", "count=1").stdout
+        assert "drop REGISTER_BROKER ×1" in dropped, dropped
         chaos(env, "restart", "broker-a-0")
         role, state, new_pid = rows(env)["broker-a-0"]
         assert state == "up" and new_pid not in (None, pid)
@@ -84,6 +87,8 @@ def test_nodes_run_as_processes_under_live_control(tmp_path):
     assert all(process_state(pid) is None for pid in children.values()), "nothing left behind"
     stops = {e["node"]: e for e in read_events(events) if e["kind"] == "node.stop"}
     assert stops["ns-1"]["state"] == "crashed" and "SIGKILL" in stops["ns-1"]["error"]
+    acted = [(e["src"], e["dst"], e["request"], e["action"]) for e in read_events(events) if e["kind"] == "chaos.request"]
+    assert acted == [("broker-a-0", "ns-0", "REGISTER_BROKER", "drop")], "the restarted broker's first registration"
 
 
 def test_process_nodes_survive_what_clients_inflict(tmp_path):
