@@ -23,6 +23,8 @@ TOXICS = {  # label -> the toxic's words after the node
     "SEND_MESSAGE answered SYSTEM_BUSY": ["answer", "code=SEND_MESSAGE", "answer=SYSTEM_BUSY",
                                           "remark=[TIMEOUT_CLEAN_QUEUE]broker busy"],
     "duplicate SEND_MESSAGE": ["duplicate", "code=SEND_MESSAGE"],
+    "REGISTER_BROKER handled, replies lost": ["drop-reply", "code=REGISTER_BROKER"],
+    "PULL_MESSAGE 2s late": ["delay", "code=PULL_MESSAGE", "delay=2s"],
     "routes in legacy unquoted keys (strict JSON clients fail)": ["dialect", "code=GET_ROUTEINFO_BY_TOPIC",
                                                                   "keys=unquoted"],
 }

@@ -184,3 +184,13 @@ def test_q_stops_every_node_and_leaves_nothing_running(tmp_path):
     assert model.ended
     assert {v.state for v in model.nodes.values()} == {"stopped"}
     assert not list(tmp_path.glob("nslab/*")), "the live-control socket and its info are gone"
+
+
+def test_every_request_fault_preset_is_a_fault_the_vocabulary_reads():
+    # What the toxic dialog offers on one request code: every kind, each a valid `nslab chaos` line.
+    from chaos.requests import KINDS, RequestFault
+    from lab.control.faults import vocabulary
+    from lab.tui.chaos_menu import TOXICS
+
+    parsed = [vocabulary().parse_words(["toxic", "broker-a-0", *words]).toxic for words in TOXICS.values()]
+    assert {t.kind for t in parsed if isinstance(t, RequestFault)} == set(KINDS)
