@@ -157,10 +157,16 @@ class RequestFaults:
     def _matching(self, src: str, dst: str, code: int, now: float) -> list[_Installed]:
         found: dict[str, _Installed] = {}
         for key in ((src, "*"), ("*", dst), (src, dst)):  # the most specific last, so it wins
-            for (kind, fault_code), installed in self.on.get(key, {}).items():
-                if fault_code == code and (installed.until is None or now < installed.until) \
-                        and (installed.left is None or installed.left > 0):
-                    found[kind] = installed
+            faults = self.on.get(key)
+            if not faults:
+                continue
+            for fault_key, installed in list(faults.items()):
+                if (installed.until is not None and now >= installed.until) or installed.left == 0:
+                    del faults[fault_key]  # spent: gone, so a link without faults is fast again
+                    if not faults:
+                        del self.on[key]
+                elif fault_key[1] == code:
+                    found[fault_key[0]] = installed
         return list(found.values())
 
     def judge(self, src: str, dst: str, code: int, flag: int, now: float,

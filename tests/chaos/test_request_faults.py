@@ -250,3 +250,13 @@ def test_rewriting_keys_touches_only_brokeraddrs_and_round_trips():
     assert rewrite_keys(quoted, "unquoted") == LEGACY + b'{"other":{0:1}}'
     with pytest.raises(ValueError, match="keys must be quoted or unquoted"):
         RequestFault("dialect", ROUTE, keys="both")
+
+
+def test_a_spent_fault_goes_so_the_link_is_fast_again():
+    faults, rng = RequestFaults(), random.Random(1)
+    faults.add("c", "s", RequestFault("drop", ROUTE, count=1), now=0.0)
+    faults.add("c", "t", RequestFault("drop", ROUTE, duration=5.0), now=0.0)
+    assert faults.judge("c", "s", ROUTE, 0, 1.0, rng)[0].action == "drop"
+    assert faults.judge("c", "s", ROUTE, 0, 1.0, rng)[0].action == "deliver"
+    assert faults.judge("c", "t", ROUTE, 0, 6.0, rng)[0].action == "deliver"
+    assert not faults  # nothing left: the networks skip judging
