@@ -547,8 +547,9 @@ class TcpNetwork(Network):
                         except (trio.BrokenResourceError, trio.ClosedResourceError):
                             pass  # the other direction has ended: no answer to give
                     elif verdict.action == "rewrite":
-                        [cmd] = FrameDecoder().feed(piece.data)
-                        await send.send((now, encode(_rewritten(cmd, verdict.fault)), 0.0))
+                        whole = FrameDecoder().feed(piece.data)  # its header read already: it decodes
+                        data = encode(_rewritten(whole[0], verdict.fault)) if whole else piece.data
+                        await send.send((now, data, 0.0))
                     elif verdict.action == "deliver":
                         for _ in range(verdict.copies):
                             await send.send((now, piece.data, verdict.delay))
