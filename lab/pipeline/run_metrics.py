@@ -76,10 +76,13 @@ def spread(values: list, name: str) -> dict:
 
 # --- what each record means ---------------------------------------------------------------------------
 
+ROUTE_TABLES = ("topicQueueTable", "brokerAddrTable")
+
+
 def route_digest(tables: dict) -> str:
     """What GET_ROUTEINFO_BY_TOPIC answers for every topic, as a hash: NameServers with equal digests
     agree. brokerLiveTable is left out on purpose: heartbeats change it, routes do not show it."""
-    view = [tables.get("topicQueueTable", {}), tables.get("brokerAddrTable", {})]
+    view = [tables.get(name, {}) for name in ROUTE_TABLES]
     return hashlib.sha1(json.dumps(view, sort_keys=True, default=str).encode()).hexdigest()
 
 
@@ -359,13 +362,22 @@ def divergence(run: Run) -> list[dict]:
     """Windows during which the live NameServers would answer route queries differently."""
     nameservers = set(run.nameservers)
     views: dict[str, str] = {}
+    routes: dict[str, dict] = {}  # NameServer -> the two tables routes come from, as its records left them
     steps = []  # at every change of a NameServer's view: (t, how many distinct routes the live ones answer)
     for seq, r in run.of("ns.tables", "node.start", "node.stop"):
         ns = text(r.get("node"))
         if ns not in nameservers:
             continue
         kind = r.get("kind")
-        views[ns] = route_digest(r) if kind == "ns.tables" else (EMPTY_DIGEST if kind == "node.start" else DOWN)
+        if kind == "ns.tables":
+            # Since schema 3 a record carries only the tables that changed (docs/events.md).
+            changed = {name: r[name] for name in ROUTE_TABLES if name in r}
+            if changed or ns not in views or views[ns] == DOWN:
+                routes[ns] = {**routes.get(ns, {}), **changed}
+                views[ns] = route_digest(routes[ns])
+        else:
+            routes[ns] = {}
+            views[ns] = EMPTY_DIGEST if kind == "node.start" else DOWN
         steps.append((run.t(seq), len({v for v in views.values() if v != DOWN})))
     rows, episode = [], None
     for i, (t, count) in enumerate(steps):

@@ -157,3 +157,19 @@ def test_a_request_fault_counts_its_requests_and_its_window_ends_with_its_time()
     assert row["faulted_requests"] == 2
     assert {(w["target"], w["end"]) for w in row["faults_rows"] if w["verb"] == "toxic"} == \
         {("broker-b-0", 8.0), ("ns-1", 8.0)}
+
+
+def test_divergence_reads_tables_a_record_leaves_out_as_the_previous_record_left_them():
+    # Schema 3: an ns.tables carries only the tables that changed (a heartbeat: brokerLiveTable alone).
+    log = partition_log()
+    full = row_of(log)["divergence_rows"]
+    for r in log.records:
+        if r["kind"] == "ns.tables":
+            log.records.insert(log.records.index(r) + 1, {"t": r["t"], "node": r["node"], "kind": "ns.tables",
+                                                         "brokerLiveTable": {"x": {}}})
+            break
+    assert row_of(log)["divergence_rows"] == full and full
+
+
+def row_of(log) -> dict:
+    return decoded(log.bytes())
