@@ -56,7 +56,8 @@ def story_line(model: LabModel, r: dict) -> StoryLine | None:
         if after == before or (first and after == "nameserver"):  # the first route is no news
             return None
         if after == "cache":
-            return StoryLine(t, "cache", f"{node} runs on its cached route ({model.node_at(r.get('ns'))} failed)")
+            return StoryLine(t, "cache", f"{node} runs on its cached route ({model.node_at(r.get('ns'))} failed: "
+                                         f"{readable(r.get('error'))})")
         if after is None:
             return StoryLine(t, "cache", f"{node} has no route for {r.get('topic')}")
         return StoryLine(t, "route", f"{node} routes from {model.node_at(r.get('ns'))} again")

@@ -44,7 +44,13 @@ def test_the_story_has_one_line_per_turn():
     model.feed({**route, "t": 201.0, "source": "cache", "ok": False, "error": "RemotingConnectException"})
     model.feed({**route, "t": 230.0, "source": "nameserver", "ok": True, "code": 0})
     assert [line.text for line in model.story[-2:]] == [
-        "producer-0 runs on its cached route (ns-0 failed)", "producer-0 routes from ns-0 again"]
+        "producer-0 runs on its cached route (ns-0 failed: RemotingConnectException)",
+        "producer-0 routes from ns-0 again"]
+    # Why a route failed is what tells a refused connection from a body the client cannot parse.
+    model.feed({**route, "t": 260.0, "source": "cache", "ok": False,
+                "error": "bad reply to request 105 from the NameServer: not standard JSON (strict parser): ..."})
+    assert model.story[-1].text.endswith("(ns-0 failed: bad reply to request 105 from the NameServer: "
+                                         "not standard JSON (strict parser): ...)")
 
 
 def test_consecutive_repeats_collapse_and_important_rows_survive_trimming():
