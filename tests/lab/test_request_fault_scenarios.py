@@ -15,7 +15,7 @@ from lab.run.runner import RunOptions
 # a 10,000-topic registration needs the slower one), what its fault did
 CASES = [
     ("registrations-lost", 20, {("REGISTER_BROKER", "drop")}),
-    ("route-replies-delayed", 20, {("GET_ROUTEINFO_BY_TOPIC", "reply")}),
+    ("route-replies-delayed", 10, {("GET_ROUTEINFO_BY_TOPIC", "reply")}),
     ("heartbeat-storm", 10, {("REGISTER_BROKER", "slow"), ("GET_ROUTEINFO_BY_TOPIC", "wait")}),
     ("route-dialect", 20, {("GET_ROUTEINFO_BY_TOPIC", "dialect")}),
 ]
