@@ -192,7 +192,7 @@ class _SimEnd(trio.abc.Stream):
         peer = self.peer
         if self._broken or peer is None or peer._closed:
             raise trio.BrokenResourceError("connection reset")
-        if self.net.links.requests and not isinstance(payload, bytes):
+        if self.net.links.requests.active and not isinstance(payload, bytes):
             self._send_judged(peer, payload, size)
         else:
             peer._enqueue(payload, size)

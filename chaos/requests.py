@@ -143,16 +143,25 @@ class RequestFaults:
     # node -> (when its route table is free again, the slow fault holding it)
     locked: dict[str, tuple[float, RequestFault]] = field(default_factory=dict)
 
+    # Whether any fault is on or any table held: read for every command the networks carry, so a
+    # plain attribute, kept up to date by what changes them, not a method.
+    active: bool = False
+
     def __bool__(self) -> bool:
-        return bool(self.on) or bool(self.locked)
+        return self.active
+
+    def _update(self) -> None:
+        self.active = bool(self.on) or bool(self.locked)
 
     def add(self, src: str, dst: str, fault: RequestFault, now: float) -> None:
         until = None if fault.duration is None else now + fault.duration
         self.on.setdefault((src, dst), {})[(fault.kind, fault.code)] = _Installed(fault, until, fault.count)
+        self.active = True
 
     def clear(self) -> None:
         self.on.clear()
         self.locked.clear()
+        self.active = False
 
     def _matching(self, src: str, dst: str, code: int, now: float) -> list[_Installed]:
         found: dict[str, _Installed] = {}
@@ -165,6 +174,7 @@ class RequestFaults:
                     del faults[fault_key]  # spent: gone, so a link without faults is fast again
                     if not faults:
                         del self.on[key]
+                        self._update()
                 elif fault_key[1] == code:
                     found[fault_key[0]] = installed
         return list(found.values())
@@ -177,6 +187,7 @@ class RequestFaults:
         free_at, holder = self.locked.get(dst, (now, None))
         if holder is not None and free_at <= now:
             del self.locked[dst]  # let go
+            self._update()
         waits = free_at - now if code in ROUTE_TABLE_CODES and free_at > now else 0.0
         if not matching:
             return (PASS if not waits else Verdict("deliver", waits, 1, holder, "wait")), None
