@@ -1,13 +1,13 @@
-"""The terminal UI under load: 3 NameServers × 1,000 topics, redrawn 4 times a second.
+"""The terminal UI under load: 3 NameServers × 2,000 topics, redrawn 4 times a second.
 
 `nslab` runs in a pseudo-terminal, as in a person's terminal: the figures are the whole process's
 CPU per redraw (from /proc) and key-to-screen latency — a key written to the terminal until the
 change it causes arrives in the terminal's output. Two runs:
 
-- replay of a synthetic log (3 NameServers × 1,000 topics, 4 brokers, 2 producers at 5 msg/s;
-  at 100 s one NameServer expires broker-a, so 1,000 topicQueueTable rows diverge): the UI's cost
+- replay of a synthetic log (3 NameServers × 2,000 topics, 4 brokers, 2 producers at 5 msg/s;
+  at 100 s one NameServer expires broker-a, so 2,000 topicQueueTable rows diverge): the UI's cost
   alone;
-- the live lab, simulated, with `cluster.nameservers=3`, `cluster.topics=1000`: the UI plus the
+- the live lab, simulated, with `cluster.nameservers=3`, `cluster.topics=2000`: the UI plus the
   cluster it runs.
 """
 
@@ -28,6 +28,7 @@ from pathlib import Path
 import msgpack
 from _common import ROOT, cpu_seconds, cpu_stat, figure, median, other_load_note, percentile, title, topic_names
 
+TOPICS = 2000  # the large cluster's (bench_cluster_scale.py)
 REFRESH_HZ = 4
 WINDOW = 10.0  # seconds of CPU measurement
 PRESSES = 20  # key presses per latency figure
@@ -39,8 +40,8 @@ BROKERS = {"broker-a-0": "127.0.0.1:10911", "broker-a-1": "127.0.0.1:10921",
 
 
 def synthetic_log(path: Path, seconds: int = 600) -> None:
-    """What a run of the 3 × 1,000 cluster writes, enough of it for every view to be busy."""
-    topics = topic_names(1000)
+    """What a run of the 3 × 2,000 cluster writes, enough of it for every view to be busy."""
+    topics = topic_names(TOPICS)
     records = []
 
     def emit(t, node, kind, **fields):
@@ -180,7 +181,7 @@ def measure(label: str, argv: list[str], ready: bytes, toggles: tuple[bytes, byt
 
 
 def main() -> None:
-    title(f"The TUI: 3 NameServers × 1,000 topics at {SIZE[0]}×{SIZE[1]}, redrawn {REFRESH_HZ}× a second")
+    title(f"The TUI: 3 NameServers × {TOPICS:,} topics at {SIZE[0]}×{SIZE[1]}, redrawn {REFRESH_HZ}× a second")
     nslab = str(Path(sys.executable).with_name("nslab"))
     with tempfile.TemporaryDirectory() as tmp:
         log = Path(tmp) / "bench.events"
@@ -199,7 +200,7 @@ def main() -> None:
         env_dir.mkdir()
         os.environ["XDG_RUNTIME_DIR"] = str(env_dir)
         measure("live lab", [nslab, "up", "--sim", "--seed", "1", "--set", "cluster.nameservers=3",
-                             "--set", "cluster.topics=1000"], b"running", (b"paused", b"running"))
+                             "--set", f"cluster.topics={TOPICS}"], b"running", (b"paused", b"running"))
 
 
 if __name__ == "__main__":

@@ -37,7 +37,7 @@ from nameserver.routes import DataVersion, TopicConfig
 
 from . import admin, fastjson
 from .outer_api import BrokerIdentity, BrokerOuterAPI
-from .consumer_manager import ConsumerManager, parse_heartbeat
+from .consumer_manager import ConsumerManager, parse_heartbeat_body
 from .ha import COMMIT_LOG, HA_TRANSFER, HAClient, HAService
 from .long_polling import PullRequestHoldService
 from lab.remoting.epoch import epoch_ms
@@ -502,7 +502,7 @@ class Broker:
     # --- consumers --------------------------------------------------------------------------------
 
     def _heart_beat(self, req: RemotingCommand, channel: ClientChannel) -> RemotingCommand:
-        heartbeat = parse_heartbeat(bodies.load(req.body or b"", req.serialize_type))
+        heartbeat = parse_heartbeat_body(req.body or b"", req.serialize_type)
         channel.serialize_type = req.serialize_type
         now = trio.current_time()
         for group in heartbeat.producers:

@@ -69,6 +69,28 @@ def _body(response: RemotingCommand) -> object:
     return bodies.load(response.body or b"", response.serialize_type)
 
 
+# The last route body decoded per (topic, serialize type), and its TopicRouteData. Every client
+# polls every topic every 30 s and the answer is nearly always the last one: decoding it again, and
+# comparing the routes field by field, was most of a poll's cost, and each of 20 clients of 2,000
+# topics kept its own copy of every route. Routes are never changed once decoded, so clients share
+# them. A simulated NameServer's bodies are shared bytes objects: `is` mostly settles it.
+# Bounded: a sweep's worker runs many runs, each with its seed's topic names.
+_decoded_routes: dict[tuple[str, int], tuple[bytes, TopicRouteData]] = {}
+DECODED_ROUTES_MAX = 20_000
+
+
+def decode_route(topic: str, body: bytes, serialize_type: int) -> TopicRouteData:
+    key = (topic, serialize_type)
+    last = _decoded_routes.get(key)
+    if last is not None and (last[0] is body or last[0] == body):
+        return last[1]
+    route = bodies.route_from_wire(bodies.load(body, serialize_type))
+    if len(_decoded_routes) >= DECODED_ROUTES_MAX and key not in _decoded_routes:
+        _decoded_routes.clear()
+    _decoded_routes[key] = (body, route)
+    return route
+
+
 def _offset(response: RemotingCommand) -> int:
     return response.require_int("offset")
 
@@ -165,7 +187,8 @@ class MQClientAPI:
     # --- NameServer -------------------------------------------------------------------------------
 
     async def get_topic_route_info_from_name_server(self, topic: str, timeout: float) -> TopicRouteData:
-        """MQBrokerError(17) when the NameServer knows no route; RemotingError when none answers."""
+        """MQBrokerError(17) when the NameServer knows no route; RemotingError when none answers.
+        The same body gives the same TopicRouteData (decode_route)."""
         parser = self.node.config.client.routeParser
         if parser != "fastjson":  # a client in another language: JSON, its version, its parser
             code = RequestCode.GET_ROUTEINFO_BY_TOPIC
@@ -175,7 +198,7 @@ class MQClientAPI:
                                lambda r: bodies.route_from_wire(route_parsers.load_route(r.body or b"", parser)),
                                (ResponseCode.SUCCESS,))
         return await self._call(None, RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic}, timeout,
-                                lambda r: bodies.route_from_wire(_body(r)))
+                                lambda r: decode_route(topic, r.body or b"", r.serialize_type))
 
     # --- broker: producer -------------------------------------------------------------------------
 
@@ -222,9 +245,15 @@ class MQClientAPI:
 
     # --- broker: both -----------------------------------------------------------------------------
 
-    async def send_heartbeat(self, addr: str, heartbeat_data: dict, timeout: float) -> None:
-        await self._call(addr, RequestCode.HEART_BEAT, None, timeout,
-                         body=bodies.dump(heartbeat_data, LAB_SERIALIZE_TYPE))
+    @staticmethod
+    def heartbeat_body(heartbeat_data: dict) -> bytes:
+        """HeartbeatData encoded once per round: every broker gets the same bytes (with 2,000
+        subscriptions, encoding it per broker cost more than sending it)."""
+        return bodies.dump(heartbeat_data, LAB_SERIALIZE_TYPE)
+
+    async def send_heartbeat(self, addr: str, body: bytes, timeout: float) -> None:
+        """body: heartbeat_body(HeartbeatData)."""
+        await self._call(addr, RequestCode.HEART_BEAT, None, timeout, body=body)
 
     async def unregister_client(self, addr: str, client_id: str, producer_group: str | None,
                                 consumer_group: str | None, timeout: float) -> None:

@@ -78,6 +78,42 @@ class ProcessQueue:
         self.scope.cancel()
 
 
+class ProcessQueueTable(dict):
+    """processQueueTable (MessageQueue -> ProcessQueue) that also knows each topic's queues, in the
+    table's own order: a rebalance looks at one topic's queues, and scanning the whole table for
+    each of 2,000 topics cost more than the rest of the rebalance (bench_cluster_scale.py)."""
+
+    def __init__(self):
+        super().__init__()
+        self._by_topic: dict[str, dict[MessageQueue, None]] = {}
+
+    def of_topic(self, topic: str) -> list[MessageQueue]:
+        return list(self._by_topic.get(topic, ()))
+
+    def __setitem__(self, mq: MessageQueue, pq: ProcessQueue) -> None:
+        super().__setitem__(mq, pq)
+        self._by_topic.setdefault(mq.topic, {})[mq] = None
+
+    def __delitem__(self, mq: MessageQueue) -> None:
+        super().__delitem__(mq)
+        self._forget(mq)
+
+    def pop(self, mq: MessageQueue) -> ProcessQueue:
+        pq = super().pop(mq)
+        self._forget(mq)
+        return pq
+
+    def clear(self) -> None:
+        super().clear()
+        self._by_topic.clear()
+
+    def _forget(self, mq: MessageQueue) -> None:
+        queues = self._by_topic[mq.topic]
+        del queues[mq]
+        if not queues:
+            del self._by_topic[mq.topic]
+
+
 class Consumer:
     def __init__(self, node: Node, instance: MQClientInstance, topics: list[str]):
         self.node = node
@@ -91,7 +127,7 @@ class Consumer:
         sub_version = int(node.now() * 1000)
         self.sub_versions = {topic: sub_version for topic in topics}
         self.topic_subscribe_info_table: dict[str, list[MessageQueue]] = {}
-        self.process_queue_table: dict[MessageQueue, ProcessQueue] = {}
+        self.process_queue_table = ProcessQueueTable()
         self.pull_from_which_node_table: dict[MessageQueue, int] = {}
         self.offset_store = RemoteBrokerOffsetStore()
         self.consumed = 0
@@ -154,7 +190,8 @@ class Consumer:
 
     async def update_process_queue_table(self, topic: str, allocated: list[MessageQueue]) -> bool:
         changed = False
-        for mq in [mq for mq in self.process_queue_table if mq.topic == topic and mq not in allocated]:
+        keep = set(allocated)
+        for mq in [mq for mq in self.process_queue_table.of_topic(topic) if mq not in keep]:
             self.process_queue_table.pop(mq).drop()
             await self.persist(mq)  # so the next owner starts where this one stopped
             self.offset_store.remove_offset(mq)

@@ -7,9 +7,11 @@ NameServer choice, the route cache, heartbeats to brokers and the periodic tasks
     persist consumer offsets     10 s, then every persistConsumerOffsetInterval (5 s)
     rebalance                    every rebalanceInterval (20 s), at once on NOTIFY_CONSUMER_IDS_CHANGED
 
-Every route fetch emits `client.route`; the cached route survives any failed fetch, so a running
-client keeps working while every NameServer is down. A new one starts (4.9.8's start() needs no
-NameServer) but has no route: its sends fail with "No route info of this topic" until one answers.
+Every route fetch emits `client.route`, but for the periodic poll's fetches that change nothing
+(unremarkable_fetch), which each round's `client.route_poll` counts. The cached route survives any
+failed fetch, so a running client keeps working while every NameServer is down. A new one starts
+(4.9.8's start() needs no NameServer) but has no route: its sends fail with "No route info of this
+topic" until one answers.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from nameserver.routes import MASTER_ID, TopicRouteData
 from .api import MQClientAPI
 from .errors import MQBrokerError, MQClientError, NoRouteInfoError, code_name
 from .namesrv import NamesrvSelector, namesrv_source
-from .route_cache import FindBrokerResult, MessageQueue, RouteCache
+from .route_cache import FindBrokerResult, MessageQueue, RouteCache, RoutePoll, unremarkable_fetch
 from .topaddr import fetch_namesrv_addr
 
 if TYPE_CHECKING:
@@ -70,6 +72,9 @@ class MQClientInstance:
         self.producers: list[Producer] = []
         self.consumers: list[Consumer] = []
         self.topics_in_use: dict[str, None] = {}  # an ordered set
+        # topic -> (NameServer, channel) of its last good fetch: a fetch over another channel (the
+        # NameServer restarted, the client reconnected) has its own record.
+        self._fetched_from: dict[str, tuple] = {}
         self._rebalance_wakeup = trio.Event()
         self._services: trio.CancelScope | None = None
 
@@ -119,12 +124,17 @@ class MQClientInstance:
         if addrs and self.api.namesrv.update_addr_list(addrs):
             self.node.emit("client.ns_list", addrs=addrs, url=self.source.ws_addr)
 
-    async def _refresh(self, topic: str) -> tuple[TopicRouteData | None, Exception | None]:
-        """Ask the chosen NameServer for the route; (the route now in use, the failure if any)."""
+    async def _refresh(self, topic: str, poll: RoutePoll | None = None) -> tuple[TopicRouteData | None, Exception | None]:
+        """Ask the chosen NameServer for the route; (the route now in use, the failure if any).
+        `poll`: the periodic round this fetch belongs to, which counts the fetches that change
+        nothing instead of recording each (see RoutePoll)."""
         self.topics_in_use[topic] = None
+        if poll is not None:
+            poll.topics += 1
         try:
             fetched = await self.api.get_topic_route_info_from_name_server(topic, self.config.mqClientApiTimeout)
         except ClientFailure as failure:
+            self._fetched_from.pop(topic, None)
             cached = self.route_cache.topic_route_table.get(topic)
             outcome = ({"code": failure.code} if isinstance(failure, MQBrokerError) else {"error": str(failure)})
             self.node.emit("client.route", topic=topic, source="cache" if cached else None,
@@ -135,8 +145,13 @@ class MQClientInstance:
         if changed or any(m.needs_route(topic) for m in members):
             for member in members:
                 member.on_route_changed(topic, fetched)
-        self.node.emit("client.route", topic=topic, source="nameserver", ns=self.api.namesrv.chosen,
-                       ok=True, code=0, changed=changed)
+        ns, previous = self.api.namesrv.chosen, self._fetched_from.get(topic)
+        source = self._fetched_from[topic] = (ns, self.channels.open_channel(ns))
+        if poll is not None and unremarkable_fetch(previous, source, changed):
+            poll.unchanged += 1
+        else:
+            self.node.emit("client.route", topic=topic, source="nameserver", ns=ns, ok=True, code=0,
+                           changed=changed)
         return fetched, None
 
     async def update_topic_route_info_from_name_server(self, topic: str) -> TopicRouteData:
@@ -149,10 +164,13 @@ class MQClientInstance:
         return route
 
     async def update_topic_route_info_from_name_server_all(self) -> None:
+        poll = RoutePoll(round(self.node.events.now(), 6))  # run time, as the records' t
         for topic in list(self.topics_in_use):
-            _, failure = await self._refresh(topic)
+            _, failure = await self._refresh(topic, poll)
             if isinstance(failure, RemotingError):
                 break  # as 4.9.8: a remoting error ends this round; the next poll starts over
+        self.node.emit("client.route_poll", began=poll.began, topics=poll.topics, unchanged=poll.unchanged,
+                       ns=self.api.namesrv.chosen)
 
     async def find_broker_address_in_subscribe(self, mq: MessageQueue, broker_id: int,
                                                only_this_broker: bool) -> FindBrokerResult | None:
@@ -182,9 +200,10 @@ class MQClientInstance:
             "producerDataSet": [{"groupName": p.producer_group} for p in self.producers]
             + [{"groupName": CLIENT_INNER_PRODUCER_GROUP}],
         }
+        body = self.api.heartbeat_body(heartbeat_data)
         for addr in self._broker_addrs(masters_only=not self.consumers):
             try:
-                await self.api.send_heartbeat(addr, heartbeat_data, self.config.mqClientApiTimeout)
+                await self.api.send_heartbeat(addr, body, self.config.mqClientApiTimeout)
             except ClientFailure as e:
                 log.info("%s: heartbeat to %s failed: %s", self.client_id, addr, e)
 

@@ -14,6 +14,7 @@ from chaos.checks import Check
 from chaos.scenario import ExpectSpec, Scenario
 
 from lab.config import LabConfig, parse_duration
+from lab.run.nstables import merge_tables
 from lab.run.topology import Topology
 
 
@@ -39,8 +40,8 @@ class ClusterView:
                 self.tables[node] = {}  # a (re)started NameServer starts empty
         elif kind == "node.stop":
             self.up[node] = False
-        elif kind == "ns.tables":
-            self.tables[node] = r
+        elif kind == "ns.tables":  # schema 3: only the tables that changed
+            self.tables[node] = merge_tables(self.tables.get(node, {}), r)
         elif kind == "client.ns_switch":
             self.client_ns[node] = r["to"]
         elif kind == "ns.register":
@@ -146,9 +147,9 @@ class NoStaleBroker(_Expectation):
                     continue
                 silent = now - heard
                 self.worst = max(self.worst or 0.0, silent)
-                if silent > self.limit:
+                if silent > self.limit:  # one decimal: 132.4 s must not read "132s > 132s"
                     self.fail(f"{ns} kept {self.view.node_at.get(addr, addr)} ({addr}) unheard for "
-                              f"{silent:.0f}s > {self.limit:g}s", now)
+                              f"{silent:.1f}s > {self.limit:g}s", now)
 
     def finish(self, now: float) -> None:
         self.tick(now)
@@ -255,6 +256,10 @@ class Duplicates(_PhaseCheck):
                     self.fail(f"{self.duplicated} messages consumed more than once (max {self.maximum}), "
                               f"e.g. {r['msg_id']} at t={r['t']:g}s", r["t"])
 
+    def tick(self, now: float) -> None:
+        if now > self.end:  # decided as soon as its window closes: nothing later counts
+            self.finish(now)
+
     def finish(self, now: float) -> None:
         if not self.consumed:
             self.unjudged(f"no message was consumed {self.during}", now)
@@ -277,6 +282,13 @@ class NameserversAgree(_Expectation):
 
     def _disagreement(self) -> str | None:
         live = self.view.live_nameservers()
+        # A route is read from topicQueueTable and brokerAddrTable alone: NameServers whose two
+        # tables are equal agree on every topic. Checked every second, this spares looking at
+        # every topic of a large cluster (2,000 of them) route by route while all is well.
+        tables = [self.view.tables.get(ns, {}) for ns in live]
+        if all(t.get(name) == tables[0].get(name)
+               for t in tables[1:] for name in ("topicQueueTable", "brokerAddrTable")):
+            return None
         for topic in self.topics:
             routes = {ns: self.view.route(ns, topic) for ns in live}
             if len({repr(r) for r in routes.values()}) > 1:
@@ -334,6 +346,7 @@ class NewClient(_Expectation):
         self.fails, self.succeeds = fails, succeeds  # (start, end) or None
         self.started: dict[str, tuple[str, tuple[float, float]]] = {}  # node -> (label, window)
         self.routed: dict[str, float] = {}  # node -> first route from a NameServer
+        self.first_route: dict[str, dict] = {}  # node -> that client.route
         self.fetched: dict[str, dict[str, bool]] = {}  # node -> topic -> its first fetch got it
 
     def observe(self, r: dict) -> None:
@@ -344,6 +357,8 @@ class NewClient(_Expectation):
                     self.started[node] = (label, window)
             if not r["ok"] and node in self.started:
                 self.fail(f"{node} could not start at t={r['t']:g}s: {r.get('error', '')}", r["t"])
+            elif node in self.started and self.started[node][0] == "fails" and node in self.first_route:
+                self._routed_anyway(node, self.first_route[node])  # its fetches as it started got one
             elif node in self.started and self.started[node][0] == "succeeds":
                 unrouted = [topic for topic, ok in self.fetched.get(node, {}).items() if not ok]
                 if node not in self.routed or unrouted:
@@ -352,11 +367,14 @@ class NewClient(_Expectation):
         elif kind == "client.route" and node not in self.started:  # a new client's fetches as it starts
             self.fetched.setdefault(node, {}).setdefault(r["topic"], r["ok"])  # the first fetch tells
         if kind == "client.route" and r["ok"] and node not in self.routed:
-            self.routed[node] = r["t"]
+            self.routed[node], self.first_route[node] = r["t"], r
             label, window = self.started.get(node, ("", None))
             if label == "fails" and r["t"] <= window[1]:
-                self.fail(f"{node} got the route of {r['topic']} from {self.view.node_at.get(r['ns'], r['ns'])} "
-                          f"at t={r['t']:g}s", r["t"])
+                self._routed_anyway(node, r)
+
+    def _routed_anyway(self, node: str, r: dict) -> None:
+        self.fail(f"{node} got the route of {r['topic']} from {self.view.node_at.get(r['ns'], r['ns'])} "
+                  f"at t={r['t']:g}s", r["t"])
 
     def finish(self, now: float) -> None:
         for label, window in (("fails", self.fails), ("succeeds", self.succeeds)):
@@ -405,7 +423,13 @@ class ConsumedFrom(_PhaseCheck):
                 self.view.node_at.get(r.get("broker_addr", "")) == self.node:
             self.count += 1
 
+    def tick(self, now: float) -> None:
+        if now > self.end:  # decided as soon as its window closes: nothing later counts
+            self.finish(now)
+
     def finish(self, now: float) -> None:
+        if self.decided:
+            return
         if self.count >= self.minimum:
             self.succeed(f"{self.count} messages consumed from {self.node}", now)
         else:
@@ -414,33 +438,64 @@ class ConsumedFrom(_PhaseCheck):
 
 
 class BrokerKept(_PhaseCheck):
+    """No NameServer (of those listed) removes the broker during the phase, once it held it. Judged
+    only when the broker was there to keep: a phase that starts mid-run needs every such NameServer
+    to hold it at its start; one that starts with the run, every NameServer to hold it at some point
+    (nothing is registered at t=0). Decided as soon as the phase ends."""
+
     def __init__(self, spec, view, *, node, start, end, nameservers):
         super().__init__(spec, view, start=start, end=end)
         self.node, self.only = node, nameservers
-        self.held_by: set[str] = set()  # NameServers seen holding it during the phase
+        self.began = False
+        self.held: set[str] = set()  # NameServers that held it in the phase: each must keep it
 
-    def _note_holders(self, t: float) -> None:
+    def _candidates(self) -> list[str]:
+        return self.only or self.view.live_nameservers()
+
+    def _holders(self) -> set[str]:
         addr = self.view.address.get(self.node)
-        if addr is None or not self.in_phase(t):
+        return {ns for ns in self._candidates() if addr is not None and self.view.holds(ns, addr)}
+
+    def _begin(self, t: float) -> None:
+        self.began = True
+        self.held = self._holders()
+        missing = [ns for ns in self._candidates() if ns not in self.held]
+        if self.start <= 0:  # nothing is up or registered yet: each NameServer's first hold counts
             return
-        for ns in self.only or self.view.live_nameservers():
-            if self.view.holds(ns, addr):
-                self.held_by.add(ns)
+        if not self._candidates():
+            self.unjudged(f"no NameServer was up when the phase began (t={self.start:g}s)", t)
+        elif missing:
+            self.unjudged(f"{', '.join(missing)} did not hold {self.node} when the phase began "
+                          f"(t={self.start:g}s): nothing to keep", t)
 
     def observe(self, r: dict) -> None:
-        if r["kind"] == "ns.remove" and self.in_phase(r["t"]) and r["broker_addr"] == self.view.address.get(self.node) \
-                and (self.only is None or r["node"] in self.only):
+        if not self.began and r["t"] >= self.start:
+            self._begin(r["t"])  # the first record at the phase start: the tables as they stood
+        if not self.began or not self.in_phase(r["t"]):
+            return
+        if r["kind"] == "ns.remove" and r["broker_addr"] == self.view.address.get(self.node) and r["node"] in self.held:
             self.fail(f"{r['node']} removed {self.node} at t={r['t']:g}s ({r['reason']})", r["t"])
-        elif r["kind"] == "ns.tables":
-            self._note_holders(r["t"])
+        elif r["kind"] == "ns.tables" and self.start <= 0:
+            self.held |= self._holders()
 
     def tick(self, now: float) -> None:
-        self._note_holders(now)
+        if not self.began and now >= self.start:
+            self._begin(now)
+        if now > self.end:  # decided as soon as its window closes
+            self._decide(now)
+
+    def _decide(self, now: float) -> None:
+        if not self.began:
+            self.unjudged(f"the run ended before t={self.start:g}s", now)
+        never = [ns for ns in self._candidates() if ns not in self.held]
+        if not self.held:
+            self.unjudged(f"no NameServer held {self.node} {self.during}: nothing to keep", now)
+        elif never:
+            self.unjudged(f"{', '.join(never)} never held {self.node} {self.during}: nothing to keep", now)
+        self.succeed(f"{', '.join(sorted(self.held))} kept {self.node} {self.during}", now)
 
     def finish(self, now: float) -> None:
-        if not self.held_by:
-            self.unjudged(f"no NameServer held {self.node} {self.during}", now)
-        self.succeed(f"{', '.join(sorted(self.held_by))} kept {self.node} {self.during}", now)
+        self._decide(now)
 
 
 class NameserverSwitch(_PhaseCheck):

@@ -100,6 +100,10 @@ class ChannelTable:
     def is_connected(self, address: str) -> bool:
         return self._open(address) is not None
 
+    def open_channel(self, address: str) -> RemotingClient | None:
+        """The open channel to `address`, if there is one: a new object after every reconnect."""
+        return self._open(address)
+
     async def _get(self, address: str) -> RemotingClient:
         while True:
             client = self._open(address)

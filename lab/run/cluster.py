@@ -33,7 +33,7 @@ from lab.config import LabConfig
 from lab.events import EventLog
 from .fake_data import Bodies
 from lab.broker.store import MessageStore
-from .nstables import snapshot
+from .nstables import changed_tables, snapshot
 from lab.remoting.channels import Node
 from .supervisor import NodeHandle, Supervisor, describe
 from .topology import Topology, plan
@@ -62,6 +62,7 @@ class Cluster:
         self.supervisor: Supervisor | None = None
         self.pauses: dict[str, Pause] = {}  # node -> its Pause, for freeze (nodes in this process)
         self._tables_key: dict[str, object] = {}
+        self._tables: dict[str, dict] = {}  # NameServer -> its tables as its last ns.tables left them
 
     # --- nodes ------------------------------------------------------------------------------------
 
@@ -108,6 +109,7 @@ class Cluster:
         listener, address = await self.network.listen(name, self.port(name, port))
         self.nameservers[name] = server
         self._tables_key.pop(name, None)
+        self._tables.pop(name, None)  # a (re)started NameServer's first ns.tables has all five
         await server.serve([pause.listener(listener)], task_status=task_status, started=address)
 
     def _on_ns_event(self, name: str, kind: str, fields: dict) -> None:
@@ -119,7 +121,11 @@ class Cluster:
         key = (routes.generation, tuple((a, live.data_version) for a, live in routes.broker_live_table.items()))
         if self._tables_key.get(name) != key:
             self._tables_key[name] = key
-            self.events.emit(name, "ns.tables", **snapshot(routes))
+            tables = snapshot(routes)
+            changed = changed_tables(self._tables.get(name), tables)
+            if changed:
+                self.events.emit(name, "ns.tables", **changed)
+            self._tables[name] = tables
 
     def store(self, name: str) -> MessageStore:
         """A broker's disk: the same object (simulated) or file (sockets) across kills and restarts."""

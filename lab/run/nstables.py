@@ -1,9 +1,16 @@
 """A NameServer's five tables as plain data: what `ns.tables` events carry, and what the TUI and the
-replay rebuild a NameServer's view from. Keys keep RocketMQ's table names."""
+replay rebuild a NameServer's view from. Keys keep RocketMQ's table names.
+
+Since schema 3 an `ns.tables` carries only the tables that changed since the NameServer's previous
+one (its first after a start, all five): a broker's new dataVersion changes brokerLiveTable alone,
+and repeating a topicQueueTable of 2,000 topics with it made most of a large cluster's log.
+Readers keep each NameServer's tables and `merge_tables` each record into them."""
 
 from __future__ import annotations
 
 from nameserver.routes import RouteInfoManager
+
+TABLES = ("topicQueueTable", "brokerAddrTable", "clusterAddrTable", "brokerLiveTable", "filterServerTable")
 
 
 def snapshot(routes: RouteInfoManager) -> dict:
@@ -25,3 +32,17 @@ def snapshot(routes: RouteInfoManager) -> dict:
         },
         "filterServerTable": {addr: list(servers) for addr, servers in routes.filter_server_table.items()},
     }
+
+
+def changed_tables(previous: dict | None, tables: dict) -> dict:
+    """What an `ns.tables` record carries: the tables unlike `previous` (the NameServer's tables as
+    its last record left them; None before its first, when all five go)."""
+    if previous is None:
+        return tables
+    return {name: table for name, table in tables.items() if previous.get(name) != table}
+
+
+def merge_tables(tables: dict, record: dict) -> dict:
+    """A NameServer's tables after an `ns.tables` record: those it carries replace the ones held
+    (a version 1 or 2 record carries all five). `tables` is not changed."""
+    return {name: record[name] if name in record else tables.get(name, {}) for name in TABLES}

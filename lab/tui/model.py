@@ -17,7 +17,7 @@ TABLES = ("brokerLiveTable", "brokerAddrTable", "clusterAddrTable", "topicQueueT
 UNORDERED = ("clusterAddrTable", "filterServerTable")  # list values whose order means nothing
 # Kinds that come many times a second; the event log hides them unless a filter asks for them.
 CHATTY = frozenset({"producer.send", "producer.ack", "consumer.consume", "broker.replicate",
-                    "ns.route", "client.route"})
+                    "ns.route", "client.route", "ns.routes", "client.route_poll"})
 LOG_SIZE = 5000
 AVOID_WINDOW = 30.0  # s: a broker a producer's sends failed on, shown as avoided this long
 SPARK_SECONDS = 60
@@ -119,7 +119,8 @@ class LabModel:
             "producer.send": self._producer_send, "producer.ack": self._producer_ack,
             "producer.failed": self._producer_failed,
             "consumer.consume": self._consumer_consume, "consumer.rebalance": self._consumer_rebalance,
-            "client.route": self._client_route, "client.ns_switch": self._client_ns_switch,
+            "client.route": self._client_route, "client.route_poll": self._client_route_poll,
+            "client.ns_switch": self._client_ns_switch,
             "chaos.fault": self._chaos_fault, "check.result": self._check_result,
         }
 
@@ -214,9 +215,9 @@ class LabModel:
         broker by address gets its node's name too: filtering `broker-b-0` finds its removal."""
         kind = record["kind"]
         if kind == "ns.tables":
+            sizes = {"topics": "topicQueueTable", "brokers": "brokerLiveTable"}  # of those it carries
             return {**{k: v for k, v in record.items() if k not in TABLES},
-                    "topics": len(record.get("topicQueueTable", {})),
-                    "brokers": len(record.get("brokerLiveTable", {}))}
+                    **{size: len(record[t]) for size, t in sizes.items() if t in record}}
         if kind in ("ns.remove", "ns.register") and record.get("broker_addr") in self._at_address:
             # first among the fields: a line shows as many as fit
             return {"t": record["t"], "node": record["node"], "kind": kind,
@@ -282,8 +283,9 @@ class LabModel:
         ns = self.nameservers.get(r["node"])
         if ns is None:
             return
-        old, ns.tables = ns.tables, {t: r.get(t, {}) for t in TABLES}
-        changed = [(t, k) for t in TABLES for k in old[t].keys() | ns.tables[t].keys()
+        # Schema 3: the record carries only the tables that changed; the others are as they were.
+        old, ns.tables = ns.tables, {t: r[t] if t in r else ns.tables[t] for t in TABLES}
+        changed = [(t, k) for t in TABLES if t in r for k in old[t].keys() | ns.tables[t].keys()
                    if old[t].get(k) != ns.tables[t].get(k)]
         for t, k in changed:
             if k in ns.tables[t]:
@@ -404,6 +406,13 @@ class LabModel:
         client.route_source = r.get("source")
         if r.get("source") == "nameserver" and r.get("ok"):
             client.route_t = r["t"]
+
+    def _client_route_poll(self, r: dict) -> None:
+        """A poll round's unremarkable fetches (schema 3) were good fetches from a NameServer: the
+        route is that fresh. Its source stays what the last `client.route` said: a failure in the
+        round has its own record, and the good fetches around it do not say which came last."""
+        if r.get("unchanged"):
+            self._client(r).route_t = r["t"]
 
     def _client_ns_switch(self, r: dict) -> None:
         self._client(r).nameserver = self.node_at(r.get("to"))

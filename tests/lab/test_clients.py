@@ -136,6 +136,26 @@ async def test_the_client_fails_over_to_the_next_namesrv_and_then_lives_on_its_c
     assert "cannot reach any NameServer" in cached["error"]
 
 
+async def test_after_its_namesrv_restarts_a_clients_first_good_route_has_its_own_record(lab, autojump_clock):
+    # The event log counts a poll's fetches that change nothing (client.route_poll); the first over
+    # a new connection is recorded, route unchanged or not: it shows when clients got routes again.
+    await lab.start_cluster(nameservers=1)
+    node = lab.node("producer-0")
+    producer = Producer(node, lab.instance(node), [TOPIC])
+    await lab.sim.nursery.start(producer.run)
+    await trio.sleep(35)
+    assert lab.events("client.route_poll", node="producer-0")[-1]["unchanged"] == 1, "a quiet poll is counted"
+    lab.kill_nameserver("ns-0")
+    await trio.sleep(5)  # no poll while it is down
+    assert lab.events("client.route", lab.mark() - 1, node="producer-0") == []
+    back = lab.mark()
+    await lab.start_nameserver("ns-0", 9876)
+    await trio.sleep(60)
+    fetched = lab.events("client.route", back, node="producer-0")
+    assert fetched and fetched[0]["ok"] and fetched[0]["source"] == "nameserver" and not fetched[0]["changed"]
+    assert lab.events("client.route_poll", back, node="producer-0")[-1]["unchanged"] == 1, "then counted again"
+
+
 async def test_with_every_namesrv_down_a_running_producer_keeps_sending_and_a_new_one_has_no_route(lab, autojump_clock):
     await lab.start_cluster(nameservers=2)
     node = lab.node("producer-0")

@@ -290,3 +290,14 @@ def test_averagely_with_more_consumers_than_queues_and_unknown_members():
     mqs = [MessageQueue(TOPIC, "broker-a", i) for i in range(2)]
     assert [len(allocate_averagely(c, mqs, ["a", "b", "c"])) for c in "abc"] == [1, 1, 0]
     assert allocate_averagely("stranger", mqs, ["a", "b"]) == []
+
+
+def test_a_fetch_is_unremarkable_only_when_it_repeats_a_good_one_from_the_same_nameserver():
+    from lab.clients.route_cache import unremarkable_fetch
+    channel, reconnected = object(), object()
+    a = ("ns-a:9876", channel)
+    assert unremarkable_fetch(a, ("ns-a:9876", channel), changed=False)
+    assert not unremarkable_fetch(a, a, changed=True), "a changed route is news"
+    assert not unremarkable_fetch(a, ("ns-b:9876", channel), changed=False), "another NameServer is news"
+    assert not unremarkable_fetch(a, ("ns-a:9876", reconnected), changed=False), "a new connection is news"
+    assert not unremarkable_fetch(None, a, changed=False), "the first good fetch after a failure is news"

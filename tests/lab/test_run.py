@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from lab.events import read_events
+from lab.run.nstables import TABLES, merge_tables
 
 NSLAB = str(Path(sys.executable).with_name("nslab"))
 
@@ -64,7 +65,7 @@ def test_every_nameserver_holds_the_whole_cluster(sim_runs):
     last_tables = {}
     for e in events:
         if e["kind"] == "ns.tables" and e["t"] < 100:
-            last_tables[e["node"]] = e
+            last_tables[e["node"]] = merge_tables(last_tables.get(e["node"], {}), e)
     topics = events[0]["topics"]
     for node in ("ns-0", "ns-1"):
         tables = last_tables[node]
@@ -72,6 +73,52 @@ def test_every_nameserver_holds_the_whole_cluster(sim_runs):
         assert tables["brokerAddrTable"]["broker-a"]["brokerAddrs"] == {"0": "127.0.0.1:10911", "1": "127.0.0.1:10921"}
         assert set(topics) <= set(tables["topicQueueTable"])
         assert tables["clusterAddrTable"] == {"DefaultCluster": ["broker-a", "broker-b"]}
+
+
+def test_an_ns_tables_record_carries_the_tables_that_changed_and_only_those(sim_runs):
+    tables, carried = {}, Counter()
+    for e in read_events(sim_runs["a"]):
+        if e["kind"] == "node.start" and e["role"] == "nameserver":
+            tables.pop(e["node"], None)
+        if e["kind"] != "ns.tables":
+            continue
+        sent = [t for t in TABLES if t in e]
+        if e["node"] not in tables:
+            assert sent == list(TABLES), "a NameServer's first record has all five"
+        else:
+            assert sent and all(e[t] != tables[e["node"]][t] for t in sent), "never an unchanged table"
+        carried[len(sent)] += 1
+        tables[e["node"]] = merge_tables(tables.get(e["node"], {}), e)
+    # a slave's registration changes brokerAddrTable and brokerLiveTable, not topicQueueTable
+    assert any(n < len(TABLES) for n in carried), carried
+
+
+def test_route_polls_that_change_nothing_are_counted_and_every_fetch_is_accounted_for(sim_runs):
+    events = list(read_events(sim_runs["a"]))
+    topics = events[0]["topics"]
+    clients = [n for n, role in events[0]["nodes"].items() if role in ("producer", "consumer")]
+    rounds = [e for e in events if e["kind"] == "client.route_poll"]
+    # every client polls every topic every 30 s: 2 minutes make at least 4 rounds each
+    assert {c: sum(r["node"] == c for r in rounds) >= 4 for c in clients} == {c: True for c in clients}
+    assert all(r["topics"] == len(topics) and 0 <= r["unchanged"] <= r["topics"] and r["began"] <= r["t"] for r in rounds)
+    fetches = [e for e in events if e["kind"] == "client.route"]
+    first = {(e["node"], e["topic"]) for e in fetches}
+    assert first == {(c, t) for c in clients for t in topics}, "every topic's first fetch has its own record"
+    counted = sum(r["unchanged"] for r in rounds)
+    assert counted > 3 * len(fetches), "a quiet cluster's polls are mostly counted, not recorded"
+    # The NameServers' side of the same fetches: ns.route for a new answer only, ns.routes counts all.
+    answered = sum(1 for e in fetches if "code" in e) + counted
+    reports = [e for e in events if e["kind"] == "ns.routes"]
+    queries = sum(e["queries"] for e in reports)
+    assert all(e["unchanged"] + e["not_found"] <= e["queries"] for e in reports)
+    # those answered after a NameServer's last scan (10 s) are not reported: at most a round per client
+    assert queries <= answered <= queries + len(clients) * len(topics)
+    for ns in {e["node"] for e in reports}:  # up to its last report, each query is an ns.route or counted
+        last = max(i for i, e in enumerate(events) if e["kind"] == "ns.routes" and e["node"] == ns)
+        recorded = sum(1 for e in events[:last] if e["kind"] == "ns.route" and e["node"] == ns)
+        mine = [e for e in reports if e["node"] == ns]
+        assert recorded == sum(e["queries"] - e["unchanged"] for e in mine)
+    assert sum(e["kind"] == "ns.route" for e in events) < queries / 4
 
 
 def test_socket_mode_prints_namesrv_addr_first_and_runs_real_sockets(tmp_path):

@@ -670,3 +670,25 @@ def test_closing_an_unrelated_channel_reports_nothing(ns, h):
     ns.register()
     assert ns.proc.on_channel_destroy(h.Channel("client"), "10.0.0.9:40000") is None
     assert ns.kinds("ns.remove") == []
+
+
+def test_the_listener_hears_a_route_answer_only_when_it_differs_from_the_last_and_counts_them_all(ns):
+    ns.route("TopicTest")  # 17: nothing registered yet
+    ns.route("TopicTest")
+    ns.register("broker-a", 0, version=DV1, now=0)
+    ns.route("TopicTest")
+    ns.route("TopicTest")
+    ns.route("TopicTest")
+    ns.register("broker-a", 0, version=DV1, now=30)  # a heartbeat: the route stays as it was
+    ns.route("TopicTest")
+    assert ns.kinds("ns.route") == [{"topic": "TopicTest", "found": False}, {"topic": "TopicTest", "found": True}]
+    assert ns.kinds("ns.routes") == [], "reported with the scan"
+
+    ns.proc.scan_not_active_broker(now=31)
+    assert ns.kinds("ns.routes") == [{"queries": 6, "not_found": 2, "unchanged": 4}]
+    ns.proc.scan_not_active_broker(now=41)
+    assert len(ns.kinds("ns.routes")) == 1, "no queries, no report"
+
+    ns.register("broker-a", 1, version=DV2, now=42)  # a slave joins: every route of broker-a changes
+    ns.route("TopicTest")
+    assert ns.kinds("ns.route")[-1] == {"topic": "TopicTest", "found": True} and len(ns.kinds("ns.route")) == 3

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from lab.config import ConfigError
-from lab.events import read_events
+from lab.events import SCHEMA_VERSION, read_events
 from lab.pipeline import cli, spark as spark_setup
 from lab.pipeline.sweep import RunSpec, parse_grid, run_one
 
@@ -107,7 +107,7 @@ def test_sweep_then_report_end_to_end(spark, tmp_path, capsys):
     assert len(logs) == 4
     start = next(read_events(logs[-1]))
     assert start["grid"] == {"client.pollNameServerInterval": "30s"} and start["seed"] == 2
-    assert start["config"]["client"]["pollNameServerInterval"] == 30.0 and start["schema"] == 2
+    assert start["config"]["client"]["pollNameServerInterval"] == 30.0 and start["schema"] == SCHEMA_VERSION
 
     report_dir = tmp_path / "report"
     assert nslab("report", str(out), "--out", str(report_dir), "--json") == 0

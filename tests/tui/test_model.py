@@ -104,3 +104,28 @@ def test_a_node_running_as_its_own_process_shows_its_pid():
     assert state_cell(node.shown_state, node.pid)[0] == f"{node.shown_state} pid 4321"
     model.feed({"t": PARTITION_AT + 2, "node": "broker-a-0", "kind": "node.stop", "state": "killed"})
     assert state_cell(model.nodes["broker-a-0"].shown_state, node.pid)[0] == "killed"
+
+
+def test_an_ns_tables_record_of_some_tables_leaves_the_others_as_they_were():
+    # Schema 3: an ns.tables carries only the tables that changed.
+    model = model_at(PARTITION_AT)
+    before = model.nameservers["ns-2"].tables
+    live = dict(before["brokerLiveTable"])
+    live.pop(BROKERS["broker-b-0"])
+    model.feed({"t": PARTITION_AT + 1, "node": "ns-2", "kind": "ns.tables", "brokerLiveTable": live})
+    after = model.nameservers["ns-2"].tables
+    assert after["topicQueueTable"] == before["topicQueueTable"] and after["brokerAddrTable"] == before["brokerAddrTable"]
+    assert set(after["brokerLiveTable"]) == set(BROKERS.values()) - {BROKERS["broker-b-0"]}
+    assert model.diverged == {("brokerLiveTable", BROKERS["broker-b-0"]): PARTITION_AT + 1}
+
+
+def test_a_route_poll_that_changed_nothing_still_freshens_the_clients_route_age():
+    model = model_at(PARTITION_AT)
+    client = model.clients["producer-0"]
+    source = client.route_source
+    model.feed({"t": PARTITION_AT + 5, "node": "producer-0", "kind": "client.route_poll", "began": PARTITION_AT + 4.99,
+                "topics": 1, "unchanged": 1, "ns": NAMESERVERS["ns-0"]})
+    assert client.route_t == PARTITION_AT + 5 and client.route_source == source
+    model.feed({"t": PARTITION_AT + 35, "node": "producer-0", "kind": "client.route_poll", "began": PARTITION_AT + 34.99,
+                "topics": 1, "unchanged": 0, "ns": NAMESERVERS["ns-0"]})
+    assert client.route_t == PARTITION_AT + 5, "a round whose fetches each have a record says nothing more"

@@ -1,0 +1,100 @@
+"""Clusters of production size, simulated: the whole `nslab up --headless --sim` process.
+
+Three clusters, seed 1, each for 10 virtual minutes (`--minutes N` for a shorter look while working):
+
+    default   2 NameServers, 2 groups x 2, 4 topics, 2 + 2 clients      target >= 300x real time
+    topics    the default with cluster.topics=400                        target >= 150x
+    large     3 NameServers, 10 groups x 2, 2,000 topics, 10 + 10 clients
+              targets >= 20x real time, <= 500 MB peak RSS, <= 10 MB of event log per virtual minute
+
+Every client polls every topic it uses every 30 s, as RocketMQ's do: the large cluster answers
+~1,300 route queries per virtual second. Prints, per cluster, wall time, speed (virtual / real),
+events per wall second, event-log bytes per virtual minute and the process's peak RSS (ru_maxrss
+from wait4). Usage: bench_cluster_scale.py [--minutes N] [NAME ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from _common import cpu_stat, figure, other_load_note, python_speed_note, title
+
+NSLAB = str(Path(sys.executable).with_name("nslab"))
+SEED = 1
+LARGE = ["cluster.nameservers=3", "cluster.brokers=" + ",".join(f"broker-{c}" for c in "abcdefghij"),
+         "cluster.topics=2000", "cluster.producers=10", "cluster.consumers=10"]
+# name: (what it is, --set values, speed target, RSS target MB, event-log target MB per virtual minute)
+CLUSTERS = {
+    "default": ("2 NameServers, 2 groups x 2, 4 topics, 2 + 2 clients", [], 300, None, None),
+    "topics": ("the default with cluster.topics=400", ["cluster.topics=400"], 150, None, None),
+    "large": ("3 NameServers, 10 groups x 2, 2,000 topics, 10 + 10 clients", LARGE, 20, 500, 10),
+}
+
+
+def command(sets: list[str], seconds: int, events: Path) -> list[str]:
+    args = [NSLAB, "up", "--headless", "--sim", "--seed", str(SEED), "--duration", f"{seconds}s",
+            "--events", str(events)]
+    for value in sets:
+        args += ["--set", value]
+    return args
+
+
+def one_run(sets: list[str], seconds: int, events: Path) -> tuple[float, int, int, float]:
+    """(wall seconds, events, peak RSS in KiB, virtual seconds run) of one whole process. The
+    virtual seconds include the clients' start (each consumer fetches every topic's route before the
+    next node starts) and the 30 s drain; the speed is figured on --duration alone."""
+    start = time.monotonic()
+    process = subprocess.Popen(command(sets, seconds, events), stdout=subprocess.PIPE, text=True)
+    out = process.stdout.read()
+    _, status, usage = os.wait4(process.pid, 0)  # the child's own ru_maxrss, not the largest so far
+    wall = time.monotonic() - start
+    process.returncode = os.waitstatus_to_exitcode(status)
+    if process.returncode != 0:
+        raise SystemExit(f"nslab exited with {process.returncode}:\n{out}")
+    count = int(re.search(r"(\d+) events", out).group(1))
+    virtual = float(re.search(r"ran ([\d.]+) virtual s", out).group(1))
+    return wall, count, usage.ru_maxrss, virtual
+
+
+def main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--minutes", type=float, default=10, help="virtual minutes per run (10)")
+    parser.add_argument("names", nargs="*", help=f"clusters to run: {', '.join(CLUSTERS)} (all)")
+    options = parser.parse_args(argv)
+    unknown = [n for n in options.names if n not in CLUSTERS]
+    if unknown:
+        parser.error(f"no cluster named {', '.join(unknown)}")
+    seconds = round(options.minutes * 60)
+    busy_before, _ = cpu_stat()
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in options.names or CLUSTERS:
+            what, sets, speed_target, rss_target, log_target = CLUSTERS[name]
+            title(f"{name}: {what}, simulated, {seconds / 60:g} virtual minutes, seed {SEED}, whole process")
+            events = Path(tmp) / f"{name}.events"
+            print("  command: nslab up --headless --sim --seed 1 --duration "
+                  f"{seconds}s --events FILE" + "".join(f" --set {s}" for s in sets), flush=True)
+            wall, count, rss, virtual = one_run(sets, seconds, events)
+            size = events.stat().st_size
+            figure("wall time", wall, "s", fmt="{:,.2f}")
+            figure("virtual time run (start and drain included)", virtual, "s", fmt="{:,.1f}")
+            figure("virtual / real", seconds / wall, "x", speed_target, at_least=True, fmt="{:,.1f}")
+            figure("events", count, "records", fmt="{:,.0f}")
+            figure("events per wall second", count / wall, "events/s", fmt="{:,.0f}")
+            figure("event log per virtual minute", size / 1e6 / (seconds / 60), "MB", log_target, fmt="{:,.2f}")
+            figure("peak RSS", rss / 1024, "MB", rss_target, fmt="{:,.0f}")
+    elapsed = time.monotonic() - started
+    busy_after, _ = cpu_stat()
+    other_load_note(max(0.0, (busy_after - busy_before) / elapsed - 1.0), "this machine's CPUs")
+    python_speed_note()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
