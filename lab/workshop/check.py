@@ -1,8 +1,11 @@
-"""Judging a learner's work: unit tests, then the exercise's scenario with its expectations.
+"""Judging a learner's work: unit tests, then the exercise's scenarios with its expectations.
 
-A building exercise passes when the learner's function passes the unit tests and the scenario,
-run with that function swapped into the lab, is valid. A watching exercise passes when the
-scenario is valid and the learner's prediction matches what the run measured.
+A building exercise passes when the learner's code passes the unit tests and every scenario, run
+with that code swapped into the lab, is valid on every seed. A watching exercise passes when the
+scenario is valid and the learner's prediction is within the stated tolerance of what the run
+measured. Feedback is one message per cause: a failed test says its one rule; the learner's own
+traceback is shown once per place it raised; a scenario's results are printed for the first seed,
+and a later seed only adds what failed there.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from lab.run.runner import RunOptions
 
 from . import DEFAULT_DIR
 from .course import Exercise
-from .override import WorkshopError, load_function, swapped
+from .override import LearnerErrors, WorkshopError, describe, load_function, swapped
 
 
 def work_file(exercise: Exercise, directory: Path = DEFAULT_DIR) -> Path:
@@ -33,54 +36,110 @@ class Outcome:
     tests_ok: bool | None = None  # None: no tests ran
     scenario_ok: bool | None = None  # None: the scenario did not run
     measured: float | None = None
+    failed_tests: tuple[str, ...] = ()
+    raised: bool = False  # the learner's code raised at least once
 
 
 def learner_function(exercise: Exercise, path: Path) -> Callable:
     return load_function(path, exercise.function)
 
 
+def replacement(exercise: Exercise, member: Callable, errors: LearnerErrors | None = None) -> Callable:
+    """What is swapped into the lab for the learner's member (an adapter, for a stateful class)."""
+    return exercise.adapt(member, errors) if exercise.adapt else member
+
+
 @contextmanager
 def quiet_nameservers():
-    """A learner's bug can make every NameServer log a warning per request; the expectations
-    already say what went wrong, once."""
+    """A learner's bug can make every NameServer log a warning (or a traceback) per request; the
+    check shows the learner's traceback once, and the expectations say what went wrong."""
     logger = logging.getLogger("nameserver")
     level = logger.level
-    logger.setLevel(logging.ERROR)
+    logger.setLevel(logging.CRITICAL)
     try:
         yield
     finally:
         logger.setLevel(level)
 
 
-def run_scenario(exercise: Exercise, say: Callable[[str], None], events_path: Path | None = None):
-    prepared = scenarios.prepare(str(exercise.scenario_path))
-    say(f"scenario {prepared.scenario.name} (seed {prepared.seed}, simulated time):")
+def run_scenario(path: Path, say: Callable[[str], None], *, seed: int | None = None,
+                 events_path: Path | None = None, only_failures: bool = False):
+    prepared = scenarios.prepare(str(path), seed=seed)
+    lines: list[str] = []
     with quiet_nameservers():
         verdict = scenarios.run(prepared, RunOptions(sim=True, events_path=events_path),
-                                on_result=lambda r: say(f"  {r.mark} {r.name}: {r.detail}"))
+                                on_result=lambda r: lines.append(f"  {r.mark} {r.name}: {r.detail}")
+                                if not (only_failures and r.ok) else None)
+    if only_failures and verdict.exit_code == 0:
+        say(f"scenario {prepared.scenario.name}, seed {prepared.seed}: valid")
+        return verdict
+    say(f"scenario {prepared.scenario.name} (seed {prepared.seed}, simulated time):")
+    for line in lines:
+        say(line)
     if verdict.error:
         say(f"  the run could not be judged: {verdict.error}")
     return verdict
 
 
-def check_build(exercise: Exercise, path: Path, say: Callable[[str], None]) -> Outcome:
-    function = learner_function(exercise, path)
-    say(f"checking {exercise.function}() from {path}")
+class _Reporter:
+    """Prints the learner's tracebacks as they first appear, each cause once."""
+
+    def __init__(self, errors: LearnerErrors, say: Callable[[str], None]):
+        self.errors, self.say, self.shown = errors, say, 0
+
+    def flush(self) -> None:
+        blocks = self.errors.report()
+        for block in blocks[self.shown:]:
+            for line in block.splitlines():
+                self.say("    " + line)
+        self.shown = len(blocks)
+
+
+def check_build(exercise: Exercise, path: Path, say: Callable[[str], None], *, scenarios_too: bool = True) -> Outcome:
+    errors = LearnerErrors(path)
+    member = errors.wrap(learner_function(exercise, path))
+    reporter = _Reporter(errors, say)
+    kind = "class" if exercise.stateful else "function"
+    say(f"checking {exercise.function} ({kind}) from {path}")
     say("unit tests:")
-    failures = 0
+    failed = []
     for test in exercise.tests:
+        blocked = [t.__name__ for t in getattr(test, "needs", ()) if t.__name__ in failed]
+        if blocked:  # the same cause again under this rule's name: said once, by the rule it broke
+            failed.append(test.__name__)
+            say(f"  skip {test.__name__}: fix {', '.join(blocked) if len(blocked) <= 2 else 'the tests above'} first")
+            continue
+        raised_before = errors.total
         try:
-            test(function)
-        except Exception as e:  # an AssertionError, or the learner's code raising: both a failed test
-            failures += 1
-            detail = str(e) if isinstance(e, AssertionError) else f"{type(e).__name__}: {e}"
-            say(f"  FAIL {test.__name__}: {detail}")
+            test(member)
+        except AssertionError as e:
+            failed.append(test.__name__)
+            say(f"  FAIL {test.__name__}: {e}")
+        except Exception as e:
+            failed.append(test.__name__)
+            if errors.total > raised_before:  # the learner's code raised: their traceback follows
+                say(f"  FAIL {test.__name__}: your code raised {describe(e)}")
+            else:  # the test tripped over the learner's code: a signature, or what it returned
+                say(f"  FAIL {test.__name__}: the test could not use your code (its signature, or what it returned): {describe(e)}")
         else:
             say(f"  ok   {test.__name__}")
-    # The scenario runs even after a failed test: the cluster shows what the bug does.
-    with swapped(exercise.target, function):
-        verdict = run_scenario(exercise, say)
-    return Outcome(failures == 0 and verdict.exit_code == 0, failures == 0, verdict.exit_code == 0)
+        reporter.flush()
+    # The scenarios run even after a failed test: the cluster shows what the bug does. Each seed in
+    # turn; the first invalid run ends the check (its results are the message).
+    scenario_ok = None if not scenarios_too else True
+    with swapped(exercise.target, replacement(exercise, member, errors)):
+        for path_ in exercise.scenario_paths if scenarios_too else ():
+            for i, seed in enumerate(exercise.seeds):
+                verdict = run_scenario(path_, say, seed=seed, only_failures=i > 0)
+                reporter.flush()
+                if verdict.exit_code != 0:
+                    scenario_ok = False
+                    break
+            if not scenario_ok:
+                break
+    tests_ok = not failed
+    return Outcome(tests_ok and scenario_ok is True, tests_ok, scenario_ok, failed_tests=tuple(failed),
+                   raised=bool(errors.seen))
 
 
 def check_watch(exercise: Exercise, prediction: float | None, say: Callable[[str], None]) -> Outcome:
@@ -88,25 +147,27 @@ def check_watch(exercise: Exercise, prediction: float | None, say: Callable[[str
     if prediction is None:
         say(f"predict first: {question.question}")
         say(f"  then: nslab workshop check {exercise.number} --predict NUMBER  (in {question.unit}; "
-            f"within {question.tolerance:g} counts)")
+            f"within ±{question.tolerance:g} {question.unit} of the measured value counts)")
         return Outcome(False)
     with tempfile.TemporaryDirectory() as tmp:
         events = Path(tmp) / "events.msgpack"
-        verdict = run_scenario(exercise, say, events)
+        verdict = run_scenario(exercise.scenario_path, say, events_path=events)
         measured = question.measure(list(read_events(events))) if events.exists() else None
     if measured is None:
         say("the run did not show the moment this exercise measures")
         return Outcome(False, scenario_ok=verdict.exit_code == 0)
     close = abs(measured - prediction) <= question.tolerance
     say(f"{question.question}\n  you predicted {prediction:g} {question.unit}; the run measured "
-        f"{measured:.1f} {question.unit}: {'close enough' if close else 'not quite — watch it in the TUI'}")
+        f"{measured:.1f} {question.unit} (within ±{question.tolerance:g} counts): "
+        f"{'close enough' if close else 'not quite — watch it in the TUI'}")
     return Outcome(close and verdict.exit_code == 0, scenario_ok=verdict.exit_code == 0, measured=measured)
 
 
 def check(exercise: Exercise, *, file: Path | None = None, solution: bool = False,
           prediction: float | None = None, directory: Path = DEFAULT_DIR,
-          say: Callable[[str], None] = print) -> Outcome:
-    """Raises WorkshopError for what the learner must fix before anything can be checked."""
+          say: Callable[[str], None] = print, scenarios_too: bool = True) -> Outcome:
+    """Raises WorkshopError for what the learner must fix before anything can be checked.
+    scenarios_too=False: a building exercise's unit tests only (never a pass)."""
     if exercise.kind == "watch":
         if solution:
             prediction = float(exercise.solution.read_text().split()[0])
@@ -115,16 +176,16 @@ def check(exercise: Exercise, *, file: Path | None = None, solution: bool = Fals
         path = exercise.solution if solution else (file or work_file(exercise, directory))
         if not path.exists() and not solution and file is None:
             raise WorkshopError(f"{path}: not there yet — run `nslab workshop start {exercise.number}` first")
-        outcome = check_build(exercise, path, say)
+        outcome = check_build(exercise, path, say, scenarios_too=scenarios_too)
     say(f"exercise {exercise.number}: {'PASSED' if outcome.ok else 'NOT YET'}")
     return outcome
 
 
 def overridden(exercise: Exercise, path: Path | None):
-    """The learner's (or the solution's) function swapped in, for watching it in the TUI."""
+    """The learner's (or the solution's) code swapped in, for watching it in the TUI."""
     if path is None or exercise.kind == "watch":
         return nullcontext()
-    return swapped(exercise.target, learner_function(exercise, path))
+    return swapped(exercise.target, replacement(exercise, learner_function(exercise, path)))
 
 
 __all__ = ["DEFAULT_DIR", "Outcome", "WorkshopError", "check", "overridden", "work_file"]

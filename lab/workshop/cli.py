@@ -86,7 +86,9 @@ def run_show(ex: Exercise, args: argparse.Namespace) -> int:
     print(ex.text("brief").rstrip())
     print(f"\nScenario: {ex.scenario_path}")
     if ex.kind == "build":
-        print(f"You write: {ex.function}() (replaces {ex.target.replace(':', '.')})")
+        # The interfaces, never the module that holds the lab's own answer.
+        print(f"You write: {ex.function}{'' if ex.stateful else '()'}, swapped in where the lab's own would run; "
+              f"its types: lab/workshop/interfaces.py")
         print(f"Start: nslab workshop start {ex.number}   then edit {checking.work_file(ex)}")
     print(f"Watch: nslab workshop up {ex.number}" + ("" if ex.kind == "watch" else "  [--solution]"))
     print(f"Check: nslab workshop check {ex.number}" + (" --predict NUMBER" if ex.kind == "watch" else ""))

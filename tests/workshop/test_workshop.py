@@ -21,9 +21,10 @@ def quiet(_line):
 
 @pytest.mark.parametrize("exercise", COURSE, ids=lambda e: e.name)
 def test_checker_passes_on_the_solution(exercise):
-    lines = []
-    outcome = checking.check(exercise, solution=True, say=lines.append)
-    assert outcome.ok, "\n".join(lines)
+    """What CI proves, as a learner types it: `nslab workshop check N --solution`."""
+    result = nslab("check", str(exercise.number), "--solution")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"exercise {exercise.number}: PASSED" in result.stdout
 
 
 @pytest.mark.parametrize("exercise", [e for e in COURSE if e.kind == "build"], ids=lambda e: e.name)
@@ -49,6 +50,22 @@ def test_a_wrong_prediction_fails_and_tells_the_measured_value():
     assert not outcome.ok and outcome.scenario_ok
     assert 110 <= outcome.measured <= 130
     assert "not quite" in lines[-2]
+
+
+def test_at_least_three_stateful_building_exercises_beside_the_warm_ups():
+    stateful = [e for e in COURSE if e.stateful]
+    assert len(stateful) >= 3 and all(e.kind == "build" and len(e.seeds) >= 3 for e in stateful)
+    assert any(e.kind == "build" and not e.stateful for e in COURSE), "the short exercises stay, as warm-ups"
+
+
+@pytest.mark.parametrize("exercise", [e for e in COURSE if e.kind == "build"], ids=lambda e: e.name)
+def test_no_brief_points_to_the_answer(exercise):
+    """A building exercise's texts name the interfaces, never the module holding the lab's own answer."""
+    module = exercise.target.split(":")[0]
+    texts = [exercise.text("brief"), exercise.text("hints"), exercise.starter.read_text(),
+             nslab("show", str(exercise.number), "--hints").stdout]
+    for text in texts:
+        assert module not in text and module.replace(".", "/") not in text, f"{exercise.name} names {module}"
 
 
 def test_the_swap_is_undone_even_when_the_check_raises(tmp_path):
@@ -106,3 +123,15 @@ def test_cli_list_show_start_check(tmp_path):
 def test_cli_check_without_starting_says_what_to_do(tmp_path):
     result = nslab("check", "6", cwd=tmp_path)
     assert result.returncode == 2 and "nslab workshop start 6" in result.stderr
+
+
+@pytest.mark.parametrize("exercise", [e for e in COURSE if e.stateful], ids=lambda e: e.name)
+def test_a_stateful_solution_is_swapped_in_where_the_lab_builds_its_own(exercise):
+    import importlib
+    module_name, attr = exercise.target.split(":")
+    module = importlib.import_module(module_name)
+    lab_own = getattr(module, attr)
+    with checking.overridden(exercise, exercise.solution):
+        swapped_in = getattr(module, attr)
+        assert swapped_in is not lab_own
+    assert getattr(module, attr) is lab_own, "the lab's own comes back"

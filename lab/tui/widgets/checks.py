@@ -31,7 +31,11 @@ def lesson_lines(model: LabModel, lesson: Lesson | None, width: int) -> list[Con
         if bar:
             lines.append(Content.assemble(("timeline 0s ", "$text-muted"), (bar, "$accent"),
                                           (f" {clock(lesson.duration)}", "$text-muted")))
-        state = ("ended", "bold $warning") if is_ended else (f"phase: {phase_at(lesson, now)}", "bold")
+        # run.end: the scenario is over and every check decided ("ended": the timeline is, while
+        # consumers drain and the last checks decide).
+        state = (("scenario finished", "bold $warning") if model.ended
+                 else ("ended", "bold $warning") if is_ended
+                 else (f"phase: {phase_at(lesson, now)}", "bold"))
         lines.append(Content.assemble(("now ", "$text-muted"), (clock(now), "bold"), " · ", state))
         for at, what in lesson.steps:
             done = at <= now

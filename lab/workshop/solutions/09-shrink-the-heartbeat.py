@@ -4,7 +4,7 @@ import json
 import struct
 import zlib
 
-from nameserver.bodies import data_version_to_wire
+from lab.workshop.interfaces import data_version_to_wire
 
 
 def chunk(b):

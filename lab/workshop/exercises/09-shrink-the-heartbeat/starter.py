@@ -1,7 +1,7 @@
 """Exercise 9: shrink a 10,000-topic heartbeat (RegisterBrokerBody.encode(compress=true)).
 
 With compressedRegister=true a broker sends this body instead of JSON. The NameServer decodes
-(nameserver/bodies.py, _decode_compressed) zlib-deflated bytes holding, in order:
+zlib-deflated bytes holding, in order:
   1. an int32 (big-endian) length, then the dataVersion as JSON: {"timestamp": ms, "counter": n}
   2. an int32: the number of topics
   3. per topic: int32 length, then "name readQueueNums writeQueueNums perm topicFilterType"
@@ -16,7 +16,7 @@ Check: nslab workshop check 9
 import json
 import zlib
 
-from nameserver.bodies import data_version_to_wire, topic_config_to_wire
+from lab.workshop.interfaces import data_version_to_wire, topic_config_to_wire
 
 
 def encode_compressed_register_body(topic_config_table, data_version, filter_server_list):

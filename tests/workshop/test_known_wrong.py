@@ -1,0 +1,78 @@
+"""Every exercise's checker is proven against known-wrong answers: each fails, and for the right
+reason. A file in wrong/NN-slug/ states what must show in its docstring:
+
+    expect-fail: NAME      a unit test or an expectation of that name FAILs
+    expect-not: NAME       that one does not (a wrong answer gets one reason, not a misleading one)
+    expect-text: TEXT      the check's output says TEXT (the learner's own traceback, ...)
+    expect-not-text: TEXT  it does not
+
+Watching exercises: the misconceptions their questions exist to correct fail as predictions.
+"""
+
+from pathlib import Path
+
+import pytest
+
+from lab.workshop import check as checking
+from lab.workshop.course import COURSE, get
+
+WRONG = Path(__file__).parent / "wrong"
+CASES = sorted(p for p in WRONG.glob("*/*.py") if not p.name.startswith("_"))
+
+
+def expectations(path: Path) -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {}
+    for line in path.read_text().split('"""')[1].splitlines():
+        key, sep, value = line.partition(": ")
+        if sep and key in ("expect-fail", "expect-not", "expect-text", "expect-not-text"):
+            found.setdefault(key, []).append(value.strip())
+    return found
+
+
+def exercise_of(path: Path):
+    return get(int(path.parent.name[:2]))
+
+
+def test_every_building_exercise_has_known_wrong_answers():
+    have = {p.parent.name for p in CASES}
+    for exercise in COURSE:
+        if exercise.kind == "build":
+            assert exercise.name in have, f"no known-wrong answers for {exercise.name}"
+
+
+@pytest.mark.parametrize("path", CASES, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_a_known_wrong_answer_fails_for_its_reason(path, monkeypatch):
+    monkeypatch.syspath_prepend(str(path.parent))  # a wrong answer may build on wrong/NN/_reference.py
+    expected = expectations(path)
+    assert expected, f"{path} states no expectation"
+    lines: list[str] = []
+    # A wrong answer whose reasons are all unit tests is judged by them alone (the scenarios cost
+    # seconds a wrong answer; test_workshop runs them on every starter and solution).
+    tests_only = all(name.startswith("test_") for name in expected.get("expect-fail", [])) and \
+        not expected.get("expect-text") and not expected.get("expect-not-text")
+    outcome = checking.check(exercise_of(path), file=path, say=lines.append, scenarios_too=not tests_only)
+    output = "\n".join(lines)
+    assert not outcome.ok, output
+    failed = [line.split(":", 1)[0].strip()[len("FAIL "):] for line in lines if line.strip().startswith("FAIL ")]
+    for name in expected.get("expect-fail", []):
+        assert name in failed, f"{name} should fail:\n{output}"
+    for name in expected.get("expect-not", []):
+        assert name not in failed, f"{name} should not fail (a misleading reason):\n{output}"
+    for text in expected.get("expect-text", []):
+        assert text in output, f"{text!r} should be said:\n{output}"
+    for text in expected.get("expect-not-text", []):
+        assert text not in output, f"{text!r} should not be said:\n{output}"
+
+
+@pytest.mark.parametrize("number, prediction", [
+    (1, 130),  # expiry + a whole scan: the scan-only idea question 3 corrects
+    (1, 30),   # the registration period
+    (2, 120),  # the whole expiry, as if the clock started at the freeze
+    (3, 30),   # as if running producers needed a NameServer
+    (4, 120),  # the expiry alone, forgetting the heal's next registration
+])
+def test_a_misconception_fails_as_a_prediction(number, prediction):
+    lines: list[str] = []
+    outcome = checking.check(get(number), prediction=prediction, say=lines.append)
+    assert not outcome.ok and outcome.scenario_ok, "\n".join(lines)
+    assert "not quite" in "\n".join(lines)
