@@ -17,10 +17,15 @@ GRID_KEY = ["scenario", "grid_label"]
 PER_RUN = ["faults", "availability", "detection", "blind", "removals", "divergence", "recovery"]
 
 
-def compute(logs: DataFrame) -> dict[str, DataFrame]:
-    """Every table of the report but the ones over time, by name. `logs` should be kept (keep)."""
+def run_table(logs: DataFrame) -> DataFrame:
+    """The runs' own columns, a row per log, kept: every aggregate reads it."""
+    return small(logs.select(*[c.name for c in RUN_COLUMNS]))
+
+
+def compute(logs: DataFrame, runs: DataFrame) -> dict[str, DataFrame]:
+    """Every table of the report but the ones over time, by name. `logs` should be kept (keep),
+    `runs` its run_table."""
     tables = {name: per_run_table(logs, name) for name in PER_RUN}
-    runs = small(logs.select(*[c.name for c in RUN_COLUMNS]))
     points = small(grid_points(runs))
     sound = sound_runs(logs)
     tables["runs"] = _in_grid_order(runs, points, "seed", "run")

@@ -52,11 +52,12 @@ def build(spark, inputs: list[str], store, progress: Callable[[str], None] = lam
     progress(f"reading and analysing event logs in {', '.join(map(str, inputs))}")
     # A row per log, kept: every table is read from it. Locally a checkpoint, cheaper to fill than a cache.
     logs = metrics.keep(read.load(spark, inputs), partitions=spark.sparkContext.defaultParallelism)
-    count, records = logs.agg(F.count("*"), F.sum("events")).first()
+    runs = metrics.run_table(logs)  # counted from here: a scan of the few run columns, not of the logs' rows
+    count, records = runs.agg(F.count("*"), F.sum("events")).first()
     if not count:
         raise ReportError(f"no event logs ({read.PATTERN}) in {', '.join(map(str, inputs))}")
     progress(f"combining the runs of {count} logs ({records or 0:,} events)")
-    tables = metrics.compute(logs)
+    tables = metrics.compute(logs, runs)
     tables.update(timeseries.compute(logs, tables["runs"]))
     progress(f"writing {len(tables)} tables to {store.child('tables')}")
     rows = {}
