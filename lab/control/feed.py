@@ -144,7 +144,9 @@ class EventFeed:
                 backlog = [*self._chunks, bytes(self._current)]
                 viewer = _Viewer(sock, backlog, self._lock, number)
                 self._viewers.append(viewer)
-            self._spawn(self._send, f"nslab-feed-{number}", viewer)
+                # Started under the lock too: close() (which takes it first) then joins only started
+                # threads, and every registered viewer's thread is among them.
+                self._spawn(self._send, f"nslab-feed-{number}", viewer)
 
     def _send(self, viewer: _Viewer) -> None:
         """One viewer's sender: whatever waits, in pieces of at most 1 MB (STALL is per send)."""
