@@ -156,10 +156,14 @@ class Links:
             found.update(self.toxics.get(key, {}))
         return found
 
+    def faultless(self) -> bool:
+        """No partition, isolated or frozen node, or toxic anywhere."""
+        return not (self.blocked or self.isolated or self.frozen or self.toxics)
+
     def healthy_delay(self, rng: random.Random) -> float | None:
         """A chunk's delay while no link has a fault, the common case; None when one has (ask
         `plan`). The same draws as `plan` makes, in the same order."""
-        if self.blocked or self.isolated or self.frozen or self.toxics:
+        if not self.faultless():
             return None
         delay = self.base_latency
         jitter = self.base_jitter

@@ -160,6 +160,8 @@ class _SimEnd(trio.abc.Stream):
     one waits for the link to change (SimNetwork re-plans it then)."""
 
     carries_objects = True
+    # (opaque, seconds until the renewed call is sent) -> renewed?; set by whoever reads this end
+    call_renewer: Callable[[int, float], bool] | None = None
 
     def __init__(self, net: SimNetwork, local: str, remote: str):
         self.net, self.local, self.remote = net, local, remote
@@ -183,6 +185,29 @@ class _SimEnd(trio.abc.Stream):
         """A timer on the network's clock, for whoever reads this end (a remoting client's call
         timeouts): what a stream carrying objects offers besides them."""
         self.net.call_at(when, callback)
+
+    def renew_peer_call(self, opaque: int) -> float | None:
+        """A call of the peer's that this end holds (a long-polled pull) is due an empty answer,
+        upon which the peer would send the same call again. On a network without faults, with
+        nothing in flight either way, that round trip changes nothing but the time: the peer's
+        reader (`call_renewer`, set by a remoting client) renews the call in place if it would
+        call again. The round trip's time, two link latencies, when it did; None when the answer
+        must really go."""
+        peer = self.peer
+        if (peer is None or peer.call_renewer is None or self._broken or self._closed or peer._broken
+                or peer._closed or self._in_flight or peer._in_flight):
+            return None
+        links = self.net.links
+        if links.requests.active or not links.faultless():
+            return None
+        round_trip = 2 * links.base_latency
+        return round_trip if peer.call_renewer(opaque, round_trip / 2) else None
+
+    def delivers_everything(self) -> bool:
+        """Whether what is sent on this end reaches the peer, in order, unless the connection ends
+        first, as TCP promises: until a request fault (which drops or rewrites single commands)
+        is first set on the network."""
+        return not self.net.links.requests.ever
 
     def send_object(self, payload: object, size: Size) -> None:
         """Queue `payload` to the peer; `size` (bytes, or a function giving them, asked only when

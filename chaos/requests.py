@@ -146,6 +146,10 @@ class RequestFaults:
     # Whether any fault is on or any table held: read for every command the networks carry, so a
     # plain attribute, kept up to date by what changes them, not a method.
     active: bool = False
+    # Whether any fault was ever set: until then every command sent on an open connection arrives,
+    # in order, as on TCP, which lets a simulated client skip resending what arrived (see
+    # _SimEnd.delivers_everything).
+    ever: bool = False
 
     def __bool__(self) -> bool:
         return self.active
@@ -156,7 +160,7 @@ class RequestFaults:
     def add(self, src: str, dst: str, fault: RequestFault, now: float) -> None:
         until = None if fault.duration is None else now + fault.duration
         self.on.setdefault((src, dst), {})[(fault.kind, fault.code)] = _Installed(fault, until, fault.count)
-        self.active = True
+        self.active = self.ever = True
 
     def clear(self) -> None:
         self.on.clear()

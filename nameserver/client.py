@@ -40,11 +40,11 @@ class ResponseFuture:
     asynchronous call, its callback runs. The caller parks on trio's lowest level rather than on
     an Event: this is every call's wait."""
 
-    __slots__ = ("code", "timeout", "deadline", "response", "_waiter", "_callback", "_on_error")
+    __slots__ = ("code", "timeout", "deadline", "response", "renew", "_waiter", "_callback", "_on_error")
 
     def __init__(self, code: int, timeout: float, deadline: float, callback: ReplyCallback | None,
-                 on_error: Callable[[Exception], None]) -> None:
-        self.code, self.timeout, self.deadline = code, timeout, deadline
+                 on_error: Callable[[Exception], None], renew: Callable[[], bool] | None = None) -> None:
+        self.code, self.timeout, self.deadline, self.renew = code, timeout, deadline, renew
         self.response: RemotingCommand | RemotingError | None = None
         self._waiter: trio.lowlevel.Task | None = None
         self._callback = callback
@@ -102,6 +102,8 @@ class RemotingClient:
         self._expiry_deadline = -math.inf  # the earliest deadline armed; -inf: none may be (not reading)
         self.closed_reason: str | None = None
         self._now = trio.lowlevel.current_clock().current_time  # trio.current_time, in one call
+        if hasattr(stream, "call_renewer"):  # a simulated connection: see _renew
+            stream.call_renewer = self._renew
 
     def _next_opaque(self) -> int:
         # A Java int, wrapping negative as RocketMQ's counter does; a ROCKETMQ header holds int32.
@@ -121,14 +123,18 @@ class RemotingClient:
         finally:
             self._pending.pop(request.opaque, None)
 
-    def invoke_async(self, request: RemotingCommand, timeout: float, callback: ReplyCallback) -> None:
+    def invoke_async(self, request: RemotingCommand, timeout: float, callback: ReplyCallback, *,
+                     renew: Callable[[], bool] | None = None) -> None:
         """NettyRemotingAbstract.invokeAsyncImpl: send `request` now and return; `callback` gets the
         reply, or the RemotingError that ends the call (a timeout, the connection's end), where it
         lands — in trio's loop or this client's reader, not in a task — so it must not block. The
-        connection's writer sends it. RemotingError at once when the connection is already closed."""
+        connection's writer sends it. RemotingError at once when the connection is already closed.
+
+        `renew`, for a long-polled call: whether the caller, given the empty answer a long poll
+        ends with, would send the same call again at once; see _renew."""
         if self.closed_reason is not None:
             raise RemotingError(f"connection closed: {self.closed_reason}")
-        self._register(request, timeout, callback)
+        self._register(request, timeout, callback).renew = renew
         # A send that fails is the reader's business: the connection's end fails every pending call.
         try:
             self.connection.send_soon(request)
@@ -203,6 +209,17 @@ class RemotingClient:
         self._expire(now)
         if self._expiry_deadline != -math.inf:  # still reading
             self._arm(self._earliest_deadline())
+
+    def _renew(self, opaque: int, resent_in: float) -> bool:
+        """The simulated peer's offer (_SimEnd.renew_peer_call): rather than answer the call
+        `opaque` with an empty long-poll answer and get the same call back, keep holding it. Taken
+        when the call's `renew` says the caller would call again; the call then counts its timeout
+        from when it would have been sent again, `resent_in` from now, under the same opaque."""
+        future = self._pending.get(opaque)
+        if future is None or future.renew is None or not future.renew():
+            return False
+        future.deadline = self._now() + resent_in + future.timeout
+        return True
 
     def _earliest_deadline(self) -> float:
         return min((f.deadline for f in self._pending.values()), default=math.inf)

@@ -34,6 +34,7 @@ class HeldRequest:
     answer: Callable[[], None]
     deadline: float
     check_interval: float
+    renew: Callable[[], float | None] | None = None
     done: bool = False
 
 
@@ -62,9 +63,12 @@ class PullRequestHoldService:
 
     def hold(self, owner: Hashable, key: Hashable, has_new: Callable[[], bool], timeout: float,
              answer: Callable[[], None], *, check_interval: float = LONG_POLLING_CHECK_INTERVAL,
-             wake_on_arrival: bool = True) -> None:
+             wake_on_arrival: bool = True, renew: Callable[[], float | None] | None = None) -> None:
+        """renew: called when the request times out with nothing new, instead of answering it:
+        the new deadline if the request was renewed in place (the consumer would only have sent it
+        again, see BrokerController._suspend_pull), else None, and it is answered."""
         now = self._now()
-        request = HeldRequest(owner, key, has_new, answer, now + timeout, check_interval)
+        request = HeldRequest(owner, key, has_new, answer, now + timeout, check_interval, renew)
         if timeout <= 0 or has_new():
             self._answer(request)
             return
@@ -113,7 +117,7 @@ class PullRequestHoldService:
             request = heapq.heappop(self._checks)[2]
             if request.done:
                 continue
-            if now >= request.deadline or self._ready(request):
+            if self._ready(request) or (now >= request.deadline and not self._renewed(request)):
                 self._release(request)
                 self._answer(request)
             else:
@@ -145,6 +149,19 @@ class PullRequestHoldService:
             request.answer()
         except Exception as e:
             self._on_error(e)
+
+    def _renewed(self, request: HeldRequest) -> bool:
+        if request.renew is None:
+            return False
+        try:
+            deadline = request.renew()
+        except Exception as e:
+            self._on_error(e)
+            return False
+        if deadline is None:
+            return False
+        request.deadline = deadline
+        return True
 
     def _ready(self, request: HeldRequest) -> bool:
         try:

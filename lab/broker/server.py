@@ -39,7 +39,7 @@ from . import admin, fastjson
 from .outer_api import BrokerIdentity, BrokerOuterAPI
 from .consumer_manager import ConsumerManager, parse_heartbeat_body
 from .ha import COMMIT_LOG, HA_TRANSFER, HAClient, HAService
-from .long_polling import PullRequestHoldService
+from .long_polling import LONG_POLLING_CHECK_INTERVAL, PullRequestHoldService
 from lab.remoting.epoch import epoch_ms
 from lab.remoting.message import MessageExt, decode_batch, decode_properties, offset_msg_id
 from .pull import FLAG_COMMIT_OFFSET, FLAG_SUSPEND, consumer_offset_reply, decide_pull
@@ -457,17 +457,41 @@ class Broker:
                       offset: int) -> None:
         """Long polling: hold until a message arrives or the consumer's suspend time is up, then pull
         again without suspending. Replicated records are not announced (nor are they by RocketMQ's
-        slave), so on a slave the 5 s re-check finds them."""
+        slave), so on a slave the 5 s re-check finds them.
+
+        An idle queue's consumer gets an empty answer every 15 s and sends the same pull straight
+        back: on a large cluster 5,000 round trips a second that change nothing. On a simulated
+        network without faults the two sides agree to skip them (`renew`): the pull stays held,
+        as the next one would have been, with what its arrival would have done (the piggy-backed
+        offset commit, the pull counted). A message that comes within the skipped round trip's
+        two link latencies is answered that much sooner."""
         def has_new() -> bool:
             return self.store.max_offset(topic, queue_id) > offset
 
         def pull_again() -> RemotingCommand:
             return self._pull_message(req, channel, allow_suspend=False)
 
+        renew_peer_call = getattr(channel.connection.stream, "renew_peer_call", None)
+
+        def renew() -> float | None:
+            round_trip = renew_peer_call(req.opaque)
+            if round_trip is None:
+                return None
+            now = self.node.now()
+            self.stats.on_pull(now, False)
+            if req.int_field("sysFlag", 0) & FLAG_COMMIT_OFFSET and not self.is_slave:
+                self.store.commit_offset(req.require("consumerGroup"), topic, queue_id, req.require_int("commitOffset"))
+            return now + round_trip + timeout
+
         if self.config.longPollingEnable:
             suspend = req.int_field("suspendTimeoutMillis")
             timeout = suspend / 1000 if suspend is not None else self.node.config.consumer.brokerSuspendMaxTimeMillis
-            self._reply_when(req, channel, (topic, queue_id), has_new, timeout, pull_again)
+            # A master announces every message it stores, so its 5 s re-check could only find what
+            # an arrival already answered: skipped, it costs nothing per held request (80,000 on a
+            # large cluster). A slave's replicated records are not announced: it re-checks.
+            check = math.inf if not self.is_slave else LONG_POLLING_CHECK_INTERVAL
+            self._reply_when(req, channel, (topic, queue_id), has_new, timeout, pull_again, check_interval=check,
+                             renew=renew if renew_peer_call is not None else None)
         else:
             short = self.config.shortPollingTimeMills
             self._reply_when(req, channel, (topic, queue_id), has_new, short, pull_again,

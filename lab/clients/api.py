@@ -164,7 +164,8 @@ class MQClientAPI:
         return _read_reply(response, code, addr, read, ok)
 
     def _call_async(self, addr: str, code: int, fields: dict, timeout: float, read, on_result, *,
-                    body: bytes | None = None, ok: tuple[int, ...] = (ResponseCode.SUCCESS,)) -> None:
+                    body: bytes | None = None, ok: tuple[int, ...] = (ResponseCode.SUCCESS,),
+                    renew=None) -> None:
         """_call as invokeAsync, on an open channel: `on_result` gets what _call would return, or
         the exception it would raise — in trio's loop, so it must not block. A failure to send at
         all (no open channel) raises RemotingError here."""
@@ -177,7 +178,7 @@ class MQClientAPI:
                 result = e
             on_result(result)
 
-        self.channels.invoke_async(addr, request(code, fields, body), timeout, on_reply)
+        self.channels.invoke_async(addr, request(code, fields, body), timeout, on_reply, renew=renew)
 
     async def invoke_oneway(self, addr: str, code: int, fields: dict) -> None:
         if not self.channels.is_connected(addr):
@@ -218,11 +219,12 @@ class MQClientAPI:
 
     # --- broker: consumer -------------------------------------------------------------------------
 
-    def pull_message_async(self, addr: str, fields: dict, timeout: float, on_result) -> None:
-        """pullMessageAsync: `on_result` gets the PullResult, or the exception the pull ended with."""
+    def pull_message_async(self, addr: str, fields: dict, timeout: float, on_result, renew=None) -> None:
+        """pullMessageAsync: `on_result` gets the PullResult, or the exception the pull ended with.
+        `renew`: whether an empty answer would be followed by the same pull (RemotingClient._renew)."""
         self._call_async(addr, RequestCode.PULL_MESSAGE, fields, timeout, lambda r: PullResult(
             r.code, *r.require_ints("nextBeginOffset", "minOffset", "maxOffset", "suggestWhichBrokerId"),
-            r.body, addr), on_result, ok=PULL_CODES)
+            r.body, addr), on_result, ok=PULL_CODES, renew=renew)
 
     async def get_consumer_id_list_by_group(self, addr: str, consumer_group: str, timeout: float) -> list[str]:
         return await self._call(addr, RequestCode.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": consumer_group},

@@ -50,16 +50,20 @@ class RemoteBrokerOffsetStore:
 
     def __init__(self):
         self.offset_table: dict[MessageQueue, int] = {}
+        self.changed: dict[MessageQueue, None] = {}  # set since the last persist, in order
 
     def update_offset(self, mq: MessageQueue, offset: int, increase_only: bool) -> None:
-        if not increase_only or offset > self.offset_table.get(mq, -1):
+        old = self.offset_table.get(mq, -1)
+        if offset != old and (not increase_only or offset > old):
             self.offset_table[mq] = offset
+            self.changed[mq] = None
 
     def read_offset(self, mq: MessageQueue) -> int:
         return self.offset_table.get(mq, -1)
 
     def remove_offset(self, mq: MessageQueue) -> None:
         self.offset_table.pop(mq, None)
+        self.changed.pop(mq, None)
 
 
 class ProcessQueue:
@@ -130,6 +134,10 @@ class Consumer:
         self.process_queue_table = ProcessQueueTable()
         self.pull_from_which_node_table: dict[MessageQueue, int] = {}
         self.offset_store = RemoteBrokerOffsetStore()
+        # What the last complete persistAll went by, when it could vouch for every offset it sent:
+        # (the route cache's change count, {broker address: the channel it went on}). See
+        # persist_consumer_offset.
+        self._persisted_by: tuple[int, dict[str, object]] | None = None
         self.consumed = 0
 
     # --- life cycle -------------------------------------------------------------------------------
@@ -242,23 +250,61 @@ class Consumer:
             log.info("%s: max offset of %s unknown: %s", self.instance.client_id, mq, e)
             return -1
 
-    async def persist(self, mq: MessageQueue) -> None:
+    async def persist(self, mq: MessageQueue) -> str | None:
+        """The queue's offset, oneway, to its broker: the address it went to, None if it did not go."""
         offset = self.offset_store.offset_table.get(mq)
         if offset is None:
-            return
+            return None
         try:
-            await self.instance.api.update_consumer_offset_oneway(
-                await self._offset_broker(mq), self.consumer_group, mq, offset)
+            addr = await self._offset_broker(mq)
+            await self.instance.api.update_consumer_offset_oneway(addr, self.consumer_group, mq, offset)
         except (RemotingError, MQClientError) as e:
             log.info("%s: persisting the offset of %s failed: %s", self.instance.client_id, mq, e)
+            return None
+        return addr
 
-    async def persist_consumer_offset(self) -> None:
-        """persistAll: the offsets of assigned queues go to the broker; the others are forgotten."""
-        for mq in list(self.offset_store.offset_table):
-            if mq in self.process_queue_table:
-                await self.persist(mq)
-            else:
-                self.offset_store.remove_offset(mq)
+    async def persist_consumer_offset(self, *, periodic: bool = False) -> None:
+        """persistAll: the offsets of assigned queues go to the broker; the others are forgotten.
+
+        `periodic` (every persistConsumerOffsetInterval): RocketMQ resends every offset, changed or
+        not — on a large cluster 16,000 oneway requests per second that change nothing. In a
+        simulated run, when the last complete round reached every queue's master (found in the
+        route cache: one missing makes each of its queues fetch the route every round) over a
+        connection still open, on a network that delivers all it carries (no request fault ever
+        set), and no route changed since, an unchanged offset is already at its broker: only the
+        changed ones go.
+        Any doubt, and the whole table goes, as RocketMQ sends it. One difference stays: an offset
+        another consumer overwrote at the broker meanwhile (two members briefly owning a queue) is
+        not written back until this one's changes or the next complete round."""
+        store = self.offset_store
+        if periodic and self._persisted_by is not None and self._still_vouched(*self._persisted_by):
+            queues, complete = list(store.changed), False
+        else:
+            queues, complete = list(store.offset_table), True
+        store.changed.clear()
+        channels: dict[str, object] = {}
+        vouched = complete
+        for mq in queues:
+            if mq not in self.process_queue_table:
+                store.remove_offset(mq)
+                continue
+            if complete and self.instance.route_cache.find_broker_address_in_subscribe(
+                    mq.broker_name, MASTER_ID, True) is None:
+                vouched = False  # its persist fetches the route first, every round, as RocketMQ's does
+            addr = await self.persist(mq)
+            if addr is None:
+                vouched = False
+                store.changed[mq] = None  # tried again next round
+            elif complete and addr not in channels:
+                channels[addr] = self.instance.channels.open_channel(addr)
+        if complete:
+            self._persisted_by = (self.instance.route_cache.changes, channels) if vouched else None
+
+    def _still_vouched(self, route_changes: int, channels: dict[str, object]) -> bool:
+        table = self.instance.channels
+        return route_changes == self.instance.route_cache.changes and all(
+            channel is not None and table.open_channel(addr) is channel and table.delivers_everything(channel)
+            for addr, channel in channels.items())
 
     # --- pulling --------------------------------------------------------------------------------------
 
@@ -309,7 +355,8 @@ class Consumer:
                 "sysFlag": FLAG_SUSPEND | commit, "commitOffset": commit_offset,
                 "suspendTimeoutMillis": round(self.config.brokerSuspendMaxTimeMillis * 1000),
                 "subVersion": self.sub_versions[mq.topic], "expressionType": "TAG", "bname": mq.broker_name,
-            }, CONSUMER_TIMEOUT_WHEN_SUSPEND, functools.partial(self._on_pulled, mq, pq))
+            }, CONSUMER_TIMEOUT_WHEN_SUSPEND, functools.partial(self._on_pulled, mq, pq),
+                functools.partial(self._would_pull_again, mq, pq, found.broker_addr, commit_offset))
         except RemotingError as e:
             pq.handover.give(e)
 
@@ -334,6 +381,17 @@ class Consumer:
         pq.next_offset = result.next_begin_offset
         self.offset_store.update_offset(mq, pq.next_offset, increase_only=True)
         self._pull(mq, pq)
+
+    def _would_pull_again(self, mq: MessageQueue, pq: ProcessQueue, addr: str, commit_offset: int) -> bool:
+        """Whether an empty answer to the pull out for `mq` at `addr` (PULL_NOT_FOUND, which
+        suggests the master, nextBeginOffset the offset asked for) would leave everything as it
+        is — the offset table too — and send the same pull, with the same commit, to `addr`."""
+        offset = self.offset_store.read_offset(mq)
+        if (pq.dropped or offset != commit_offset or offset < pq.next_offset
+                or self.pull_from_which_node_table.get(mq, MASTER_ID) != MASTER_ID):
+            return False
+        found = self.instance.route_cache.find_broker_address_in_subscribe(mq.broker_name, MASTER_ID, False)
+        return found is not None and found.broker_addr == addr
 
     def _consume(self, mq: MessageQueue, result: PullResult) -> None:
         """Hand every message on: here, to the event log."""

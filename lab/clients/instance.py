@@ -253,4 +253,4 @@ class MQClientInstance:
 
     async def persist_all_consumer_offset(self) -> None:
         for consumer in self.consumers:
-            await consumer.persist_consumer_offset()
+            await consumer.persist_consumer_offset(periodic=True)

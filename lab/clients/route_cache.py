@@ -131,6 +131,7 @@ class RouteCache:
     def __init__(self):
         self.topic_route_table: dict[str, TopicRouteData] = {}
         self.broker_addr_table: dict[str, dict[int, str]] = {}  # broker name -> {broker id -> address}
+        self.changes = 0  # bumped whenever a route or a broker address changes
 
     def update(self, topic: str, route: TopicRouteData) -> bool:
         """A successful fetch: cache it; True when it differs from the cached one."""
@@ -138,6 +139,7 @@ class RouteCache:
         if old is route or (old is not None and _sorted(old) == _sorted(route)):
             return False
         self.topic_route_table[topic] = route
+        self.changes += 1
         for bd in route.broker_datas:
             self.broker_addr_table[bd.broker_name] = dict(bd.broker_addrs)
         return True
@@ -155,6 +157,8 @@ class RouteCache:
                 for bd in route.broker_datas for addr in bd.broker_addrs.values()}
         for broker_name in list(self.broker_addr_table):
             addrs = {i: a for i, a in self.broker_addr_table[broker_name].items() if a in live}
+            if addrs != self.broker_addr_table[broker_name]:
+                self.changes += 1
             if addrs:
                 self.broker_addr_table[broker_name] = addrs
             else:

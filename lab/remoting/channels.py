@@ -104,6 +104,12 @@ class ChannelTable:
         """The open channel to `address`, if there is one: a new object after every reconnect."""
         return self._open(address)
 
+    def delivers_everything(self, channel: RemotingClient) -> bool:
+        """Whether `channel` is a simulated connection on which whatever is sent arrives unless
+        the connection ends (_SimEnd.delivers_everything); never over real sockets."""
+        check = getattr(channel.stream, "delivers_everything", None)
+        return check is not None and check()
+
     async def _get(self, address: str) -> RemotingClient:
         while True:
             client = self._open(address)
@@ -153,7 +159,8 @@ class ChannelTable:
         finally:  # a timeout that fired while the node was frozen is seen when it resumes
             await self.node.pause.running()
 
-    def invoke_async(self, address: str, request: RemotingCommand, timeout: float, callback: ReplyCallback) -> None:
+    def invoke_async(self, address: str, request: RemotingCommand, timeout: float, callback: ReplyCallback, *,
+                     renew: Callable[[], bool] | None = None) -> None:
         """invokeAsync on the open channel to `address` (open it first: `connect`); RemotingError at
         once when there is none. A call that fails closes the channel, as `invoke` does."""
         client = self._open(address)
@@ -167,7 +174,7 @@ class ChannelTable:
                 self.close(address)
             callback(reply)
 
-        client.invoke_async(request, timeout, on_reply)
+        client.invoke_async(request, timeout, on_reply, renew=renew)
 
     async def invoke_oneway(self, address: str, request: RemotingCommand) -> None:
         client = self._open(address) or await self._get(address)

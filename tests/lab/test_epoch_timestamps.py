@@ -37,8 +37,11 @@ async def test_over_sockets_born_and_store_timestamps_are_the_wall_clock(tcp):
     after = time.time() * 1000
     store: MessageStore = broker.broker.store
     (msg,) = decode_messages(store.read_commit_log(0, 1 << 20))
-    # Today's date, not 1970 (each node fixes its base once; a loaded machine skews it by a few ms).
-    assert before - 1000 <= msg.born_timestamp <= msg.store_timestamp <= after + 1000
+    # Today's date, not 1970. Each node fixes its base once, from its own reading of both clocks:
+    # the producer's and the broker's may differ by a few ms, so born may pass stored by as much.
+    assert before - 1000 <= msg.born_timestamp <= after + 1000
+    assert before - 1000 <= msg.store_timestamp <= after + 1000
+    assert msg.born_timestamp <= msg.store_timestamp + 5
     # and what the pull hands a consumer is the same record
     pulled = await tcp.pull(broker.address, queue_id=msg.queue_id)
     assert decode_messages(pulled.body)[0].store_timestamp == msg.store_timestamp
