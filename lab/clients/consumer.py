@@ -4,8 +4,8 @@ RemoteBrokerOffsetStore — 4.9.8), consuming every message as it arrives.
 The group splits each topic's queues (rebalance.allocate_averagely over the consumer ids one broker
 reports) every rebalanceInterval and whenever a broker says the group changed. Each assigned queue
 is pulled one long-polled request after another, each sent from the callback of the reply before
-(PullCallback), from the broker id that reply suggested, from a slave when the master is gone; the
-queue's task steps in only to wait. Offsets live in memory and go to the broker oneway every
+(PullCallback), from the broker id that reply suggested, from a slave when the master is gone; a
+task runs for a queue only while something must wait. Offsets live in memory and go to the broker oneway every
 persistConsumerOffsetInterval, and when a queue moves to another member.
 
 Events: `consumer.rebalance` when a topic's assignment changes, `consumer.consume` per message,
@@ -20,7 +20,6 @@ import logging
 import trio
 
 from lab.remoting.message import MessageFormatError, decode_messages, offset_msg_id
-from lab.remoting.handover import Handover
 from lab.remoting.channels import Node
 from nameserver.client import RemotingError
 from nameserver.protocol import ResponseCode
@@ -43,6 +42,7 @@ OFFSET_RPC_TIMEOUT = 5.0  # s: offset queries (RemoteBrokerOffsetStore)
 MAX_OFFSET_TIMEOUT = 6.0  # s: MQAdminImpl
 OFFSET_MOVED_DELAY = 10.0  # s: before an out-of-range queue takes the broker's offset
 CONSUME_FROM = ("CONSUME_FROM_LAST_OFFSET", "CONSUME_FROM_FIRST_OFFSET")
+SENT = object()  # _pull's word for a pull that is out
 
 
 class RemoteBrokerOffsetStore:
@@ -68,14 +68,13 @@ class RemoteBrokerOffsetStore:
 
 class ProcessQueue:
     """An assigned queue's pulling (RocketMQ's ProcessQueue and PullRequest): the next offset, the
-    cancel scope of the queue's task, and whether the queue was taken away — a reply that lands
-    after that is ignored. The pull callbacks hand trouble over to the task through `handover`."""
+    cancel scope of the queue's task while it has one, and whether the queue was taken away — a
+    reply that lands after that is ignored."""
 
     def __init__(self, next_offset: int):
         self.next_offset = next_offset
         self.scope = trio.CancelScope()
         self.dropped = False
-        self.handover = Handover()
 
     def drop(self) -> None:
         self.dropped = True
@@ -212,7 +211,7 @@ class Consumer:
             if next_offset < 0:
                 continue  # no offset now: the next rebalance tries again
             pq = self.process_queue_table[mq] = ProcessQueue(next_offset)
-            self.instance.nursery.start_soon(self._pull_loop, mq, pq)
+            self._pull_task(mq, pq)
             changed = True
         return changed
 
@@ -308,43 +307,54 @@ class Consumer:
 
     # --- pulling --------------------------------------------------------------------------------------
 
-    async def _pull_loop(self, mq: MessageQueue, pq: ProcessQueue) -> None:
-        """The queue's pulls. Each is sent from the callback of the one before (PullCallback, then
-        executePullRequestImmediately), so a message wakes no task; this task takes over for what
-        must wait: a route refresh or a connect before a pull, the pause after a failed one, an
-        offset out of range."""
+    def _pull_task(self, mq: MessageQueue, pq: ProcessQueue, trouble: object = None) -> None:
+        """A task for what the pull chain cannot do in a callback (see _pull_loop)."""
+        if not pq.dropped:
+            self.instance.nursery.start_soon(self._pull_loop, mq, pq, trouble)
+
+    async def _pull_loop(self, mq: MessageQueue, pq: ProcessQueue, trouble: object = None) -> None:
+        """The queue's pulls are sent from the callback of the one before (PullCallback, then
+        executePullRequestImmediately), so a message wakes no task. A task runs only for what must
+        wait — the pause after `trouble` (a failed pull), a route refresh or a connect before a
+        pull, an offset out of range — and ends once a pull is out: the queue then has no task,
+        as RocketMQ's has no thread, until a reply's callback starts one again. (A task per
+        queue, parked, was most of a large cluster's memory: 80,000 queues.)"""
         delay = self.config.pullTimeDelayMillsWhenException
+        pq.scope = trio.CancelScope()  # one per task: a scope is entered once
         with pq.scope:
             try:
-                while True:
+                while not pq.dropped:
+                    if isinstance(trouble, PullResult):  # PULL_OFFSET_MOVED
+                        await self._offset_moved(mq, pq, trouble.next_begin_offset)
+                        pq.dropped = True
+                        return
+                    if trouble is not None:
+                        log.log(logging.WARNING if isinstance(trouble, MessageFormatError) else logging.INFO,
+                                "%s: pull %s failed: %s", self.instance.client_id, mq, trouble)
+                        await self.node.sleep(delay)
                     found = await self.instance.find_broker_address_in_subscribe(
                         mq, self.pull_from_which_node_table.get(mq, MASTER_ID), False)
                     try:
                         if found is None:
                             raise MQClientError(f"The broker[{mq.broker_name}] not exist")
                         await self.instance.api.connect(found.broker_addr)
-                        self._pull(mq, pq)
-                        trouble = await pq.handover.take()
+                        trouble = self._pull(mq, pq)
                     except (RemotingError, MQClientError) as e:
                         trouble = e
-                    if isinstance(trouble, PullResult):  # PULL_OFFSET_MOVED
-                        await self._offset_moved(mq, pq, trouble.next_begin_offset)
+                    if trouble is SENT:
                         return
-                    if trouble is not None:
-                        log.log(logging.WARNING if isinstance(trouble, MessageFormatError) else logging.INFO,
-                                "%s: pull %s failed: %s", self.instance.client_id, mq, trouble)
-                        await self.node.sleep(delay)
-            finally:
-                pq.dropped = True
+            except BaseException:
+                pq.dropped = True  # cancelled (taken away, the consumer stopping) or crashed
+                raise
 
-    def _pull(self, mq: MessageQueue, pq: ProcessQueue) -> None:
-        """pullKernelImpl, asynchronous, from the broker the last reply suggested; what cannot be
-        sent at once (the broker unknown or not connected) goes back to the queue's task."""
+    def _pull(self, mq: MessageQueue, pq: ProcessQueue) -> object:
+        """pullKernelImpl, asynchronous, from the broker the last reply suggested: SENT, or why
+        not — None when the broker is unknown or not connected (a task looks it up and connects),
+        or the RemotingError the send failed with."""
         found = self.instance.route_cache.find_broker_address_in_subscribe(
             mq.broker_name, self.pull_from_which_node_table.get(mq, MASTER_ID), False)
         if found is None or not self.instance.channels.is_connected(found.broker_addr):
-            pq.handover.give(None)
-            return
+            return None
         commit_offset = self.offset_store.read_offset(mq)
         # A slave does not store consumer offsets: the commit rides along to masters only.
         commit = FLAG_COMMIT_OFFSET if commit_offset > 0 and not found.slave else 0
@@ -358,29 +368,32 @@ class Consumer:
             }, CONSUMER_TIMEOUT_WHEN_SUSPEND, functools.partial(self._on_pulled, mq, pq),
                 functools.partial(self._would_pull_again, mq, pq, found.broker_addr, commit_offset))
         except RemotingError as e:
-            pq.handover.give(e)
+            return e
+        return SENT
 
     def _on_pulled(self, mq: MessageQueue, pq: ProcessQueue, result: PullResult | Exception) -> None:
         """PullCallback: consume what came, move the offset on, pull again."""
         if pq.dropped:
             return  # the queue went to another member while the pull was out
         if isinstance(result, Exception):
-            pq.handover.give(result)
+            self._pull_task(mq, pq, result)
             return
         self.pull_from_which_node_table[mq] = result.suggest_which_broker_id
         if result.code == ResponseCode.SUCCESS:
             try:
                 self._consume(mq, result)
             except MessageFormatError as e:
-                pq.handover.give(e)  # the same offset again, after the pause
+                self._pull_task(mq, pq, e)  # the same offset again, after the pause
                 return
         elif result.code == ResponseCode.PULL_OFFSET_MOVED:
-            pq.handover.give(result)
+            self._pull_task(mq, pq, result)
             return
         # Everything below nextBeginOffset is consumed (or filtered out): that is the offset.
         pq.next_offset = result.next_begin_offset
         self.offset_store.update_offset(mq, pq.next_offset, increase_only=True)
-        self._pull(mq, pq)
+        trouble = self._pull(mq, pq)
+        if trouble is not SENT:
+            self._pull_task(mq, pq, trouble)
 
     def _would_pull_again(self, mq: MessageQueue, pq: ProcessQueue, addr: str, commit_offset: int) -> bool:
         """Whether an empty answer to the pull out for `mq` at `addr` (PULL_NOT_FOUND, which
