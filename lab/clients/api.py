@@ -114,6 +114,8 @@ class MQClientAPI:
     async def _namesrv_channel(self) -> str:
         """getAndCreateNameserverChannel: the chosen NameServer while its channel is open, else
         the first of the others (in turn) that connects."""
+        if self.namesrv.is_sticky(self.channels.is_connected):
+            return self.namesrv.chosen  # nearly every call: no lock, whose checkpoint costs a pass of trio's loop
         async with self._namesrv_lock:
             if self.namesrv.is_sticky(self.channels.is_connected):
                 return self.namesrv.chosen
@@ -165,15 +167,16 @@ class MQClientAPI:
 
     def _call_async(self, addr: str, code: int, fields: dict, timeout: float, read, on_result, *,
                     body: bytes | None = None, ok: tuple[int, ...] = (ResponseCode.SUCCESS,),
-                    renew=None) -> None:
+                    renew=None, to_namesrv: bool = False) -> None:
         """_call as invokeAsync, on an open channel: `on_result` gets what _call would return, or
         the exception it would raise — in trio's loop, so it must not block. A failure to send at
-        all (no open channel) raises RemotingError here."""
+        all (no open channel) raises RemotingError here. `to_namesrv`: `addr` is the chosen
+        NameServer, and errors say so as _call's do."""
         def on_reply(response: RemotingCommand | RemotingError) -> None:
             try:
                 if isinstance(response, RemotingError):
                     raise response
-                result = _read_reply(response, code, addr, read, ok)
+                result = _read_reply(response, code, None if to_namesrv else addr, read, ok)
             except (RemotingError, MQClientError, MQBrokerError) as e:
                 result = e
             on_result(result)
@@ -200,6 +203,17 @@ class MQClientAPI:
                                (ResponseCode.SUCCESS,))
         return await self._call(None, RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic}, timeout,
                                 lambda r: decode_route(topic, r.body or b"", r.serialize_type))
+
+    def get_topic_route_info_async(self, topic: str, timeout: float, on_result) -> bool:
+        """get_topic_route_info_from_name_server by callback: `on_result` gets the route, or the
+        exception the call would raise. False, and nothing sent, when the call would have to wait
+        first (no open channel to the chosen NameServer: a connect, a failover) or is not the
+        lab's own (a client of another language)."""
+        if self.node.config.client.routeParser != "fastjson" or not self.namesrv.is_sticky(self.channels.is_connected):
+            return False
+        self._call_async(self.namesrv.chosen, RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic}, timeout,
+                         lambda r: decode_route(topic, r.body or b"", r.serialize_type), on_result, to_namesrv=True)
+        return True
 
     # --- broker: producer -------------------------------------------------------------------------
 

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 import trio
 
 from lab.remoting.channels import ChannelTable, Node
+from lab.remoting.handover import Handover
 from nameserver.client import RemotingError
 from nameserver.protocol import RemotingCommand, RequestCode
 from nameserver.routes import MASTER_ID, TopicRouteData
@@ -128,18 +129,30 @@ class MQClientInstance:
         """Ask the chosen NameServer for the route; (the route now in use, the failure if any).
         `poll`: the periodic round this fetch belongs to, which counts the fetches that change
         nothing instead of recording each (see RoutePoll)."""
-        self.topics_in_use[topic] = None
-        if poll is not None:
-            poll.topics += 1
+        self._fetching(topic, poll)
         try:
             fetched = await self.api.get_topic_route_info_from_name_server(topic, self.config.mqClientApiTimeout)
         except ClientFailure as failure:
+            return self._fetched(topic, poll, failure)
+        return self._fetched(topic, poll, fetched)
+
+    def _fetching(self, topic: str, poll: RoutePoll | None) -> None:
+        self.topics_in_use[topic] = None
+        if poll is not None:
+            poll.topics += 1
+
+    def _fetched(self, topic: str, poll: RoutePoll | None,
+                 outcome: TopicRouteData | Exception) -> tuple[TopicRouteData | None, Exception | None]:
+        """What a route fetch came to, taken in: the cache, the members, the record (see _refresh)."""
+        if isinstance(outcome, Exception):
+            failure = outcome
             self._fetched_from.pop(topic, None)
             cached = self.route_cache.topic_route_table.get(topic)
             outcome = ({"code": failure.code} if isinstance(failure, MQBrokerError) else {"error": str(failure)})
             self.node.emit("client.route", topic=topic, source="cache" if cached else None,
                            ns=self.api.namesrv.chosen, ok=False, **outcome)
             return cached, failure
+        fetched = outcome
         changed = self.route_cache.update(topic, fetched)
         members = self.producers + self.consumers
         if changed or any(m.needs_route(topic) for m in members):
@@ -164,13 +177,58 @@ class MQClientInstance:
         return route
 
     async def update_topic_route_info_from_name_server_all(self) -> None:
+        """One round of the route poll: every topic in use, one fetch after another. While the
+        chosen NameServer's channel is open each fetch is sent from the reply callback of the one
+        before (_fetch_by_callbacks), so 2,000 topics wake this task once, not 2,000 times; what
+        must wait (a connect, a failover) it does itself."""
         poll = RoutePoll(round(self.node.events.now(), 6))  # run time, as the records' t
-        for topic in list(self.topics_in_use):
-            _, failure = await self._refresh(topic, poll)
-            if isinstance(failure, RemotingError):
-                break  # as 4.9.8: a remoting error ends this round; the next poll starts over
+        topics = list(self.topics_in_use)
+        at, failure = 0, None
+        while at < len(topics) and not isinstance(failure, RemotingError):  # as 4.9.8: a remoting
+            at, failure = await self._fetch_by_callbacks(topics, at, poll)  # error ends this round
+            if at < len(topics) and failure is None:
+                _, failure = await self._refresh(topics[at], poll)
+                at += 1
         self.node.emit("client.route_poll", began=poll.began, topics=poll.topics, unchanged=poll.unchanged,
                        ns=self.api.namesrv.chosen)
+
+    async def _fetch_by_callbacks(self, topics: list[str], at: int, poll: RoutePoll) -> tuple[int, Exception | None]:
+        """Fetch topics[at:] each from the reply callback of the one before, while that needs no
+        wait; (where it stopped, the remoting error that stopped it, if one did)."""
+        stopped = Handover()
+        state = {"at": at, "cancelled": False}
+
+        def fetch_next() -> None:
+            i = state["at"]
+            if i >= len(topics):
+                stopped.give(None)
+                return
+            self._fetching(topics[i], poll)
+            try:
+                sent = self.api.get_topic_route_info_async(topics[i], self.config.mqClientApiTimeout, on_result)
+            except RemotingError as e:
+                on_result(e)
+                return
+            if not sent:  # the task fetches this one itself, waiting as it must
+                poll.topics -= 1
+                stopped.give(None)
+
+        def on_result(outcome: TopicRouteData | Exception) -> None:
+            if state["cancelled"]:
+                return  # the round was given up (the client stopping): as an abandoned call's reply
+            state["at"] += 1
+            _, failure = self._fetched(topics[state["at"] - 1], poll, outcome)
+            if isinstance(failure, RemotingError):
+                stopped.give(failure)
+            else:
+                fetch_next()
+
+        fetch_next()
+        try:
+            failure = await stopped.take()
+        finally:
+            state["cancelled"] = True
+        return state["at"], failure
 
     async def find_broker_address_in_subscribe(self, mq: MessageQueue, broker_id: int,
                                                only_this_broker: bool) -> FindBrokerResult | None:
