@@ -69,6 +69,10 @@ def _body(response: RemotingCommand) -> object:
     return bodies.load(response.body or b"", response.serialize_type)
 
 
+def _consumer_id_list(response: RemotingCommand) -> list[str]:
+    return [str(c) for c in _body(response)["consumerIdList"]]
+
+
 # The last route body decoded per (topic, serialize type), and its TopicRouteData. Every client
 # polls every topic every 30 s and the answer is nearly always the last one: decoding it again, and
 # comparing the routes field by field, was most of a poll's cost, and each of 20 clients of 2,000
@@ -242,7 +246,12 @@ class MQClientAPI:
 
     async def get_consumer_id_list_by_group(self, addr: str, consumer_group: str, timeout: float) -> list[str]:
         return await self._call(addr, RequestCode.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": consumer_group},
-                                timeout, lambda r: [str(c) for c in _body(r)["consumerIdList"]])
+                                timeout, _consumer_id_list)
+
+    def get_consumer_id_list_by_group_async(self, addr: str, consumer_group: str, timeout: float, on_result) -> None:
+        """On the open channel to `addr`: `on_result` gets the list, or the exception the call ended with."""
+        self._call_async(addr, RequestCode.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": consumer_group},
+                         timeout, _consumer_id_list, on_result)
 
     async def query_consumer_offset(self, addr: str, group: str, mq: MessageQueue, timeout: float) -> int:
         """MQBrokerError (22 QUERY_NOT_FOUND, say) when the broker has no offset for it."""

@@ -19,6 +19,7 @@ import logging
 
 import trio
 
+from lab.remoting.handover import Handover
 from lab.remoting.message import MessageFormatError, decode_messages, offset_msg_id
 from lab.remoting.channels import Node
 from nameserver.client import RemotingError
@@ -181,19 +182,68 @@ class Consumer:
     # --- rebalance ------------------------------------------------------------------------------------
 
     async def do_rebalance(self) -> None:
-        for topic in self.topics:
-            await self.rebalance_by_topic(topic)
+        """Every topic, one after another. While a topic's assignment stays as it is and its broker's
+        channel is open, the next topic's member list is asked from the reply callback of the one
+        before (_rebalance_by_callbacks): 2,000 topics wake this task once. It steps in for a topic
+        that must wait (a route refresh, a connect) or whose assignment changes."""
+        topics, at = self.topics, 0
+        while at < len(topics):
+            at, stopped_at = await self._rebalance_by_callbacks(topics, at)
+            if at < len(topics):
+                await self.rebalance_by_topic(topics[at], stopped_at)
+                at += 1
 
-    async def rebalance_by_topic(self, topic: str) -> None:
-        """Without the queues or the member list, the assignment stays as it is."""
-        mq_set = self.topic_subscribe_info_table.get(topic)
-        cid_all = await self.instance.find_consumer_id_list(topic, self.consumer_group)
+    async def rebalance_by_topic(self, topic: str, begun: tuple = ()) -> None:
+        """Without the queues or the member list, the assignment stays as it is. `begun`: as far
+        as the callbacks got with this topic — (its queues, the broker picked to ask), and the
+        members it answered."""
+        if len(begun) == 3:
+            mq_set, _, cid_all = begun
+        else:
+            mq_set = begun[0] if begun else self.topic_subscribe_info_table.get(topic)
+            cid_all = await self.instance.find_consumer_id_list(topic, self.consumer_group, *begun[1:])
         if not mq_set or not cid_all:
             return
         allocated = allocate_averagely(self.instance.client_id, mq_set, cid_all)
         if await self.update_process_queue_table(topic, allocated):
             self.node.emit("consumer.rebalance", topic=topic, queues=[str(mq) for mq in allocated],
                            consumers=len(cid_all))
+
+    async def _rebalance_by_callbacks(self, topics: list[str], at: int) -> tuple[int, tuple]:
+        """Rebalance topics[at:] from reply callbacks while that needs no wait and changes nothing;
+        (where it stopped, what it learnt of that topic: (mq_set, broker asked, members) so far)."""
+        stopped = Handover()
+        state = {"at": at, "cancelled": False}
+
+        def ask_next() -> None:
+            i = state["at"]
+            if i >= len(topics):
+                stopped.give(())
+                return
+            mq_set = self.topic_subscribe_info_table.get(topics[i])
+            addr = self.instance.consumer_list_broker(topics[i])
+            if addr is None or not self.instance.find_consumer_id_list_async(
+                    addr, self.consumer_group, functools.partial(on_answer, mq_set, addr)):
+                stopped.give((mq_set, addr))
+
+        def on_answer(mq_set, addr: str, cid_all: list[str] | None) -> None:
+            if state["cancelled"]:
+                return  # the rebalance was given up (the client stopping)
+            topic = topics[state["at"]]
+            if mq_set and cid_all:
+                allocated = allocate_averagely(self.instance.client_id, mq_set, cid_all)
+                if set(allocated) != set(self.process_queue_table.of_topic(topic)):
+                    stopped.give((mq_set, addr, cid_all))  # the task moves queues: persists, queries
+                    return
+            state["at"] += 1
+            ask_next()
+
+        ask_next()
+        try:
+            stopped_at = await stopped.take()
+        finally:
+            state["cancelled"] = True
+        return state["at"], stopped_at
 
     async def update_process_queue_table(self, topic: str, allocated: list[MessageQueue]) -> bool:
         changed = False

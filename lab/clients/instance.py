@@ -273,9 +273,33 @@ class MQClientInstance:
             except ClientFailure as e:
                 log.info("%s: unregister at %s failed: %s", self.client_id, addr, e)
 
-    async def find_consumer_id_list(self, topic: str, group: str) -> list[str] | None:
-        """The group's members as one broker of the topic sees them; None when none answers."""
-        addr = self.route_cache.find_broker_addr_by_topic(topic, self.node.rng)
+    def consumer_list_broker(self, topic: str) -> str | None:
+        """Which broker of the topic a findConsumerIdList asks: one at random (see RouteCache)."""
+        return self.route_cache.find_broker_addr_by_topic(topic, self.node.rng)
+
+    def find_consumer_id_list_async(self, addr: str, group: str, on_result) -> bool:
+        """find_consumer_id_list's call to `addr` (consumer_list_broker's pick) by callback:
+        `on_result` gets the members or None, as find_consumer_id_list returns them. False, and
+        nothing sent, when there is no open channel to `addr` (a connect must wait)."""
+        if not self.channels.is_connected(addr):
+            return False
+
+        def on_reply(result: list[str] | Exception) -> None:
+            if isinstance(result, Exception):
+                log.info("%s: consumer list of %s from %s failed: %s", self.client_id, group, addr, result)
+                result = None
+            on_result(result)
+
+        try:
+            self.api.get_consumer_id_list_by_group_async(addr, group, self.config.mqClientApiTimeout, on_reply)
+        except RemotingError as e:
+            on_reply(e)
+        return True
+
+    async def find_consumer_id_list(self, topic: str, group: str, *picked: str | None) -> list[str] | None:
+        """The group's members as one broker of the topic sees them; None when none answers.
+        `picked`: consumer_list_broker's pick (None too), when it was made already."""
+        addr = picked[0] if picked else self.consumer_list_broker(topic)
         if addr is None:
             try:
                 await self.update_topic_route_info_from_name_server(topic)
