@@ -119,6 +119,7 @@ class Broker:
         self._topics_changed = trio.Event()
         self._services: trio.Nursery | None = None
         self._stopped = trio.Event()
+        self._consumer_list_bodies: dict[tuple, bytes] = {}  # GET_CONSUMER_LIST_BY_GROUP bodies by answer
         self._processors: dict[int, Callable[[RemotingCommand, ClientChannel], RemotingCommand | None]] = {
             **{code: self._send_message for code in SEND_CODES},
             RequestCode.PULL_MESSAGE: self._pull_message,
@@ -472,15 +473,20 @@ class Broker:
             return self._pull_message(req, channel, allow_suspend=False)
 
         renew_peer_call = getattr(channel.connection.stream, "renew_peer_call", None)
+        commit = None  # what the pull sent again would commit: (group, offset), () for nothing
 
         def renew() -> float | None:
+            nonlocal commit
             round_trip = renew_peer_call(req.opaque)
             if round_trip is None:
                 return None
             now = self.node.now()
             self.stats.on_pull(now, False)
-            if req.int_field("sysFlag", 0) & FLAG_COMMIT_OFFSET and not self.is_slave:
-                self.store.commit_offset(req.require("consumerGroup"), topic, queue_id, req.require_int("commitOffset"))
+            if commit is None:
+                commit = ((req.require("consumerGroup"), req.require_int("commitOffset"))
+                          if req.int_field("sysFlag", 0) & FLAG_COMMIT_OFFSET and not self.is_slave else ())
+            if commit:
+                self.store.commit_offset(commit[0], topic, queue_id, commit[1])
             return now + round_trip + timeout
 
         if self.config.longPollingEnable:
@@ -553,7 +559,13 @@ class Broker:
         ids = self.consumer_manager.get_all_client_id(group)
         if not ids:
             return req.response(ResponseCode.SYSTEM_ERROR, f"no consumer for this group, {group}")
-        return req.response(ResponseCode.SUCCESS, body=bodies.dump({"consumerIdList": ids}, req.serialize_type))
+        key = (tuple(ids), req.serialize_type)
+        body = self._consumer_list_bodies.get(key)
+        if body is None:  # every member asks for every topic every 20 s, and the answer rarely changes
+            if len(self._consumer_list_bodies) >= 64:
+                self._consumer_list_bodies.clear()
+            body = self._consumer_list_bodies[key] = bodies.dump({"consumerIdList": ids}, req.serialize_type)
+        return req.response(ResponseCode.SUCCESS, body=body)
 
     def _lock_batch_mq(self, req: RemotingCommand, channel: ClientChannel) -> RemotingCommand:
         """Every queue asked for is granted: one consumer per queue is the clients' own affair here."""
