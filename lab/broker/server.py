@@ -39,6 +39,7 @@ from . import admin, fastjson
 from .outer_api import BrokerIdentity, BrokerOuterAPI
 from .consumer_manager import ConsumerManager, parse_heartbeat_body
 from .ha import COMMIT_LOG, HA_TRANSFER, HAClient, HAService
+from .held_replies import ReplyWhen, SuspendedPull
 from .long_polling import LONG_POLLING_CHECK_INTERVAL, PullRequestHoldService
 from lab.remoting.epoch import epoch_ms
 from lab.remoting.message import MessageExt, decode_batch, decode_properties, offset_msg_id
@@ -122,7 +123,7 @@ class Broker:
         self._consumer_list_bodies: dict[tuple, bytes] = {}  # GET_CONSUMER_LIST_BY_GROUP bodies by answer
         self._processors: dict[int, Callable[[RemotingCommand, ClientChannel], RemotingCommand | None]] = {
             **{code: self._send_message for code in SEND_CODES},
-            RequestCode.PULL_MESSAGE: self._pull_message,
+            RequestCode.PULL_MESSAGE: self.pull_message,
             RequestCode.QUERY_CONSUMER_OFFSET: self._query_consumer_offset,
             RequestCode.UPDATE_CONSUMER_OFFSET: self._update_consumer_offset,
             RequestCode.GET_MAX_OFFSET: self._offset_query(lambda r, t, q: {"offset": self.store.max_offset(t, q)}),
@@ -293,28 +294,15 @@ class Broker:
         try:
             reply = processor(req, channel)
         except Exception as e:
-            reply = self._error_reply(req, channel, e)
+            reply = self.error_reply(req, channel, e)
         return None if req.is_oneway else reply
 
-    def _error_reply(self, req: RemotingCommand, channel: ClientChannel, error: Exception) -> RemotingCommand:
+    def error_reply(self, req: RemotingCommand, channel: ClientChannel, error: Exception) -> RemotingCommand:
         if isinstance(error, ValueError):  # a bad header or body: HeaderError, BodyError, ...
             log.warning("bad request %s from %s: %s", req.code, channel.remote_addr, error)
         else:  # a bug must cost one request, never the broker
             log.exception("processing request %s failed", req.code)
         return req.response(ResponseCode.SYSTEM_ERROR, f"{type(error).__name__}: {error}")
-
-    def _reply_when(self, req: RemotingCommand, channel: ClientChannel, key, ready: Callable[[], bool],
-                    timeout: float, reply: Callable[[], RemotingCommand], **hold) -> None:
-        """Hold `req` in the hold service until `ready()` or `timeout`, then answer it with `reply()`;
-        the connection serves on meanwhile. A reply to a connection closed meanwhile goes nowhere."""
-        def answer() -> None:
-            try:
-                response = reply()
-            except Exception as e:
-                response = self._error_reply(req, channel, e)
-            if not req.is_oneway:
-                channel.send_soon(response)
-        self.hold_service.hold(channel, key, ready, timeout, answer, **hold)
 
     # --- send -------------------------------------------------------------------------------------
 
@@ -421,7 +409,7 @@ class Broker:
 
     # --- pull -------------------------------------------------------------------------------------
 
-    def _pull_message(self, req: RemotingCommand, channel: ClientChannel, allow_suspend: bool = True):
+    def pull_message(self, req: RemotingCommand, channel: ClientChannel, allow_suspend: bool = True):
         if not self.broker_permission & PERM_READ:
             return req.response(ResponseCode.NO_PERMISSION, f"the broker[{self.address}] pulling message is forbidden")
         topic = req.require("topic")
@@ -456,39 +444,9 @@ class Broker:
 
     def _suspend_pull(self, req: RemotingCommand, channel: ClientChannel, topic: str, queue_id: int,
                       offset: int) -> None:
-        """Long polling: hold until a message arrives or the consumer's suspend time is up, then pull
-        again without suspending. Replicated records are not announced (nor are they by RocketMQ's
-        slave), so on a slave the 5 s re-check finds them.
-
-        An idle queue's consumer gets an empty answer every 15 s and sends the same pull straight
-        back: on a large cluster 5,000 round trips a second that change nothing. On a simulated
-        network without faults the two sides agree to skip them (`renew`): the pull stays held,
-        as the next one would have been, with what its arrival would have done (the piggy-backed
-        offset commit, the pull counted). A message that comes within the skipped round trip's
-        two link latencies is answered that much sooner."""
-        def has_new() -> bool:
-            return self.store.max_offset(topic, queue_id) > offset
-
-        def pull_again() -> RemotingCommand:
-            return self._pull_message(req, channel, allow_suspend=False)
-
-        renew_peer_call = getattr(channel.connection.stream, "renew_peer_call", None)
-        commit = None  # what the pull sent again would commit: (group, offset), () for nothing
-
-        def renew() -> float | None:
-            nonlocal commit
-            round_trip = renew_peer_call(req.opaque)
-            if round_trip is None:
-                return None
-            now = self.node.now()
-            self.stats.on_pull(now, False)
-            if commit is None:
-                commit = ((req.require("consumerGroup"), req.require_int("commitOffset"))
-                          if req.int_field("sysFlag", 0) & FLAG_COMMIT_OFFSET and not self.is_slave else ())
-            if commit:
-                self.store.commit_offset(commit[0], topic, queue_id, commit[1])
-            return now + round_trip + timeout
-
+        """Hold the pull until a message comes or the consumer's suspend time is up (long
+        polling), or for shortPollingTimeMills. Replicated records are not announced (nor are they
+        by RocketMQ's slave), so on a slave the 5 s re-check finds them."""
         if self.config.longPollingEnable:
             suspend = req.int_field("suspendTimeoutMillis")
             timeout = suspend / 1000 if suspend is not None else self.node.config.consumer.brokerSuspendMaxTimeMillis
@@ -496,15 +454,19 @@ class Broker:
             # an arrival already answered: skipped, it costs nothing per held request (80,000 on a
             # large cluster). A slave's replicated records are not announced: it re-checks.
             check = math.inf if not self.is_slave else LONG_POLLING_CHECK_INTERVAL
-            self._reply_when(req, channel, (topic, queue_id), has_new, timeout, pull_again, check_interval=check,
-                             renew=renew if renew_peer_call is not None else None)
+            self.hold_service.hold(SuspendedPull(self, req, channel, topic, queue_id, offset, timeout, check,
+                                                 renewable=True), timeout)
         else:
             short = self.config.shortPollingTimeMills
-            self._reply_when(req, channel, (topic, queue_id), has_new, short, pull_again,
-                             check_interval=short, wake_on_arrival=False)
+            self.hold_service.hold(SuspendedPull(self, req, channel, topic, queue_id, offset, short, short,
+                                                 renewable=False), short, wake_on_arrival=False)
+
+    def _hold_until(self, req: RemotingCommand, channel: ClientChannel, key, ready: Callable[[], bool],
+                    timeout: float, reply: Callable[[], RemotingCommand]) -> None:
+        self.hold_service.hold(ReplyWhen(self, req, channel, key, LONG_POLLING_CHECK_INTERVAL, ready, reply), timeout)
 
     def _ha_transfer(self, req: RemotingCommand, channel: ClientChannel) -> RemotingCommand | None:
-        return self.ha_service.transfer(req, functools.partial(self._reply_when, req, channel))
+        return self.ha_service.transfer(req, functools.partial(self._hold_until, req, channel))
 
     # --- offsets ----------------------------------------------------------------------------------
 

@@ -15,18 +15,21 @@ packs the record and appends it to buffers under a lock; accepting and sending h
 the run never waits for. A viewer that stops reading is bounded (LAG bytes behind, STALL seconds
 on one send), then dropped with its reason kept in `dropped` (`nslab chaos status` shows it).
 
-Every record so far stays in memory, packed (~100-150 bytes a record), for the next viewer to
-catch up from: an hour of the default cluster is some tens of MB.
+Every record so far is kept for the next viewer to catch up from: the piece being filled in
+memory, full pieces in an unlinked temporary file (a large cluster writes 5 MB of records a
+virtual minute, and a lab may run for hours). Senders read them back with pread.
 """
 
 from __future__ import annotations
 
 import os
 import socket
+import tempfile
 import threading
 import time
 from collections import deque
 from pathlib import Path
+from typing import NamedTuple
 
 from lab.events import pack_record
 
@@ -38,11 +41,17 @@ FLUSH = 2.0  # s the lab waits, as it ends, for viewers to get the last records
 ACCEPT_POLL = 0.2  # s: how soon the accepting thread notices the feed closing
 
 
+class _Spilled(NamedTuple):
+    """A full piece of the history, in the feed's file."""
+    offset: int
+    size: int
+
+
 class _Viewer:
-    def __init__(self, sock: socket.socket, backlog: list[bytes], lock: threading.Lock, number: int):
+    def __init__(self, sock: socket.socket, backlog: list[_Spilled | bytes], lock: threading.Lock, number: int):
         self.sock = sock
         self.number = number
-        self.pending: deque[bytes] = deque(backlog)  # the history first (shared pieces), then new records
+        self.pending: deque[_Spilled | bytes] = deque(backlog)  # the history first, then new records
         self.lag = 0  # bytes of new records waiting
         self.wake = threading.Condition(lock)
         self.closing = False  # the run ended: send what is left, then close
@@ -54,8 +63,10 @@ class EventFeed:
         self.path = Path(path)
         self.lag_limit, self.stall = lag, stall
         self._lock = threading.Lock()
-        self._chunks: list[bytes] = []  # the history: full pieces...
+        self._chunks: list[_Spilled] = []  # the history: full pieces, in _history...
         self._current = bytearray()  # ...and the one being filled
+        self._history = tempfile.TemporaryFile(prefix="nslab-feed-")  # closed when the feed is collected
+        self._history_size = 0
         self._viewers: list[_Viewer] = []
         self._threads: list[threading.Thread] = []
         self._listener: socket.socket | None = None
@@ -71,7 +82,11 @@ class EventFeed:
         with self._lock:
             self._current += data
             if len(self._current) >= CHUNK:
-                self._chunks.append(bytes(self._current))
+                size = os.pwrite(self._history.fileno(), self._current, self._history_size)
+                if size != len(self._current):
+                    raise OSError(f"the event feed's history file took {size} of {len(self._current)} bytes")
+                self._chunks.append(_Spilled(self._history_size, size))
+                self._history_size += size
                 self._current.clear()
             for viewer in list(self._viewers):
                 if viewer.lag + len(data) > self.lag_limit:
@@ -163,10 +178,10 @@ class EventFeed:
                     while viewer.pending and size < 2**20:
                         piece = viewer.pending.popleft()
                         batch.append(piece)
-                        size += len(piece)
+                        size += piece.size if type(piece) is _Spilled else len(piece)
                     viewer.lag = max(0, viewer.lag - size)
                     behind = bool(viewer.pending)
-                viewer.sock.sendall(b"".join(batch))
+                viewer.sock.sendall(b"".join(map(self._read, batch)))
                 if not behind and not viewer.closing:  # caught up: let the next records gather
                     time.sleep(COALESCE)
         except (TimeoutError, OSError) as e:
@@ -184,6 +199,14 @@ class EventFeed:
             with self._lock:
                 if viewer in self._viewers:
                     self._viewers.remove(viewer)
+
+    def _read(self, piece: _Spilled | bytes) -> bytes:
+        if type(piece) is not _Spilled:
+            return piece
+        data = os.pread(self._history.fileno(), piece.size, piece.offset)
+        if len(data) != piece.size:
+            raise OSError(f"the event feed's history file gave {len(data)} of {piece.size} bytes at {piece.offset}")
+        return data
 
     def close(self, flush: float = FLUSH) -> None:
         """The run is over: stop accepting, give the viewers up to `flush` seconds to get the

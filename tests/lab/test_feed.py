@@ -6,6 +6,7 @@ from __future__ import annotations
 import socket
 import threading
 import time
+import tracemalloc
 
 from lab.control.feed import EventFeed
 from lab.events import pack_record, read_events
@@ -52,6 +53,30 @@ def test_a_late_viewer_gets_the_history_then_every_new_record_exactly_once(tmp_p
     reader.join(10)
     assert bytes(received) == b"".join(pack_record(r) for r in records)
     assert list(read_events(bytes(received))) == records
+    assert feed.dropped == [] and feed.errors == []
+
+
+def test_the_history_is_kept_out_of_memory_and_a_late_viewer_still_gets_all_of_it(tmp_path):
+    """A large cluster writes 5 MB of records a virtual minute, and a lab may run for hours."""
+    feed = EventFeed(tmp_path / "lab.events")
+    feed.start()
+    records = [record(i, size=1000) for i in range(20_000)]  # ~20 MB
+    tracemalloc.start()
+    try:
+        for r in records:
+            feed.record(r)
+        held, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert held < 2 << 20, f"the feed holds {held / 2**20:.1f} MB of a 20 MB history in memory"
+    sock = connect(feed)
+    received = bytearray()
+    reader = threading.Thread(target=read_all, args=(sock, received))
+    reader.start()
+    wait_for(lambda: feed.viewers == 1, "the viewer is registered")
+    feed.close()
+    reader.join(10)
+    assert bytes(received) == b"".join(pack_record(r) for r in records)
     assert feed.dropped == [] and feed.errors == []
 
 

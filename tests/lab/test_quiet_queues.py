@@ -2,9 +2,9 @@
 
 An idle queue's consumer gets an empty long-poll answer every 15 s and sends the same pull straight
 back; every 5 s it resends every offset, changed or not. On a simulated network without faults the
-lab skips those round trips (BrokerController._suspend_pull, Consumer.persist_consumer_offset). With
-no link jitter (whose draws the skipped sends would have made), a run with the skipping and one
-without must hold the same records at the same times: only the order of records of one same
+lab skips those round trips (SuspendedPull.renew in lab/broker/held_replies.py,
+Consumer.persist_consumer_offset). With no link jitter (whose draws the skipped sends would have
+made), a run with the skipping and one without must hold the same records at the same times: only the order of records of one same
 instant may differ (and request numbers). All 18 small bundled scenarios passed this when it was
 written; five run here.
 """
