@@ -21,7 +21,7 @@ from .config import ConfigError, load_config
 from .control.faults import LabControl, vocabulary
 from .control.feed import EventFeed
 from .events import read_events
-from .run.runner import RunOptions, deterministic_scheduling, make_clock, run_cluster
+from .run.runner import RunOptions, collector_tuned_for_a_run, deterministic_scheduling, make_clock, run_cluster
 from .tui import launch
 from .pipeline.cli import add_commands as add_pipeline_commands
 from .workshop.cli import add_commands as add_workshop_commands
@@ -208,7 +208,8 @@ def run_up(args: argparse.Namespace) -> int:
 
     feed = EventFeed(live.events_path())  # every record from the first, for `nslab attach`
     feed.start()
-    trio.run(main, clock=make_clock(options))
+    with collector_tuned_for_a_run():
+        trio.run(main, clock=make_clock(options))
     return 0
 
 

@@ -3,6 +3,7 @@ oneway sends. The lab's brokers and clients, the tests and the benchmarks all ta
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import logging
 import math
@@ -90,6 +91,11 @@ class RemotingClient:
         self.connection = Connection(stream)
         self._opaques = opaques if opaques is not None else itertools.count()
         self._pending: dict[int, ResponseFuture] = {}
+        # (deadline, opaque) per call, lazily: an entry may outlive its call or lag behind a
+        # renewed deadline, and is dropped or pushed again when it comes up. A consumer keeps
+        # thousands of pulls out on one connection; scanning them all for the earliest deadline,
+        # at every expiry timer, was a large cluster's single biggest cost.
+        self._deadlines: list[tuple[float, int]] = []
         self._on_request = on_request  # server-initiated requests (e.g. NOTIFY_CONSUMER_IDS_CHANGED)
         self._on_callback_error = on_callback_error
         # Calls time out by the stream's own timers when it has them (the simulated network's:
@@ -147,6 +153,11 @@ class RemotingClient:
         request.opaque = self._next_opaque()
         future = self._pending[request.opaque] = ResponseFuture(
             request.code, timeout, self._now() + timeout, callback, self._on_callback_error)
+        if len(self._deadlines) > 2 * len(self._pending) + 64:  # mostly answered calls: start again
+            self._deadlines = [(f.deadline, opaque) for opaque, f in self._pending.items()]
+            heapq.heapify(self._deadlines)
+        else:
+            heapq.heappush(self._deadlines, (future.deadline, request.opaque))
         if future.deadline < self._expiry_deadline:
             self._arm(future.deadline)
         return future
@@ -183,6 +194,7 @@ class RemotingClient:
             for future in list(self._pending.values()):
                 future.put(RemotingError(f"connection closed: {self.closed_reason}"))
             self._pending.clear()
+            self._deadlines.clear()
             await self.connection.aclose()
 
     async def _expire_at_deadlines(self) -> None:
@@ -222,12 +234,33 @@ class RemotingClient:
         return True
 
     def _earliest_deadline(self) -> float:
-        return min((f.deadline for f in self._pending.values()), default=math.inf)
+        deadlines, pending = self._deadlines, self._pending
+        while deadlines:
+            deadline, opaque = deadlines[0]
+            future = pending.get(opaque)
+            if future is not None and future.deadline == deadline:
+                return deadline
+            if future is None:
+                heapq.heappop(deadlines)
+            else:  # renewed since
+                heapq.heapreplace(deadlines, (future.deadline, opaque))
+        return math.inf
 
     def _expire(self, now: float) -> None:
-        for opaque, future in list(self._pending.items()):
+        deadlines, pending = self._deadlines, self._pending
+        expired = []
+        while deadlines and deadlines[0][0] <= now:
+            _, opaque = heapq.heappop(deadlines)
+            future = pending.get(opaque)
+            if future is None:
+                continue
             if future.deadline <= now:
-                del self._pending[opaque]
+                expired.append(opaque)
+            else:  # renewed since
+                heapq.heappush(deadlines, (future.deadline, opaque))
+        for opaque in sorted(expired):  # in the order they were sent
+            future = pending.pop(opaque, None)
+            if future is not None:  # (an earlier one's callback may have ended it)
                 future.put(RemotingTimeoutError(f"no reply to request {future.code} within {future.timeout:g} s"))
 
     def _dispatch(self, command: RemotingCommand) -> None:

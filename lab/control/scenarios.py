@@ -24,7 +24,7 @@ from chaos.scenario import Scenario, ScenarioError, load_scenario
 from lab.control import expectations
 from lab.config import ConfigError, LabConfig, apply_overrides, apply_table
 from .faults import LabControl, validate, vocabulary
-from lab.run.runner import RunOptions, deterministic_scheduling, make_clock, run_cluster
+from lab.run.runner import RunOptions, collector_tuned_for_a_run, deterministic_scheduling, make_clock, run_cluster
 from lab.run.topology import Topology, plan
 
 BUNDLED = Path(chaos.__file__).resolve().parent / "scenarios"
@@ -137,7 +137,8 @@ def run(prepared: Prepared, options: RunOptions, *, on_result=None) -> Verdict:
     options.seed = prepared.seed
     if options.sim:
         deterministic_scheduling(prepared.seed)
-    return trio.run(lambda: run_async(prepared, options, on_result=on_result), clock=make_clock(options))
+    with collector_tuned_for_a_run():
+        return trio.run(lambda: run_async(prepared, options, on_result=on_result), clock=make_clock(options))
 
 
 class Play:
