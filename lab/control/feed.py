@@ -63,9 +63,12 @@ class EventFeed:
         self.path = Path(path)
         self.lag_limit, self.stall = lag, stall
         self._lock = threading.Lock()
-        self._chunks: list[_Spilled] = []  # the history: full pieces, in _history...
+        self._chunks: list[_Spilled | bytes] = []  # the history: full pieces, in the file...
         self._current = bytearray()  # ...and the one being filled
-        self._history = tempfile.TemporaryFile(prefix="nslab-feed-")  # closed when the feed is collected
+        # Closed when the feed is collected (a sender thread may still be reading it). None once
+        # it failed: new pieces stay in memory.
+        self._history = tempfile.TemporaryFile(prefix="nslab-feed-")
+        self._history_file = self._history  # what spilled pieces are read from
         self._history_size = 0
         self._viewers: list[_Viewer] = []
         self._threads: list[threading.Thread] = []
@@ -73,7 +76,7 @@ class EventFeed:
         self._closed = False
         self._count = 0
         self.dropped: list[str] = []  # why each dropped viewer was dropped, in order
-        self.errors: list[str] = []  # what went wrong accepting viewers
+        self.errors: list[str] = []  # what went wrong accepting viewers or keeping the history
 
     # --- the run's side: called for every record, never blocks --------------------------------
 
@@ -82,11 +85,7 @@ class EventFeed:
         with self._lock:
             self._current += data
             if len(self._current) >= CHUNK:
-                size = os.pwrite(self._history.fileno(), self._current, self._history_size)
-                if size != len(self._current):
-                    raise OSError(f"the event feed's history file took {size} of {len(self._current)} bytes")
-                self._chunks.append(_Spilled(self._history_size, size))
-                self._history_size += size
+                self._chunks.append(self._spill(bytes(self._current)))
                 self._current.clear()
             for viewer in list(self._viewers):
                 if viewer.lag + len(data) > self.lag_limit:
@@ -96,6 +95,23 @@ class EventFeed:
                     viewer.wake.notify()
                 viewer.pending.append(data)
                 viewer.lag += len(data)
+
+    def _spill(self, piece: bytes) -> _Spilled | bytes:
+        """A full piece of the history, written to the file; kept in memory if the file cannot
+        take it (a full disk must not stop the lab), said once in `errors`."""
+        if self._history is not None:
+            try:
+                size = os.pwrite(self._history.fileno(), piece, self._history_size)
+                if size != len(piece):
+                    raise OSError(f"took {size} of {len(piece)} bytes")
+            except OSError as e:
+                self.errors.append(f"history file: {e}; the history is kept in memory from here on")
+                self._history = None
+            else:
+                spilled = _Spilled(self._history_size, size)
+                self._history_size += size
+                return spilled
+        return piece
 
     @property
     def viewers(self) -> int:
@@ -203,7 +219,7 @@ class EventFeed:
     def _read(self, piece: _Spilled | bytes) -> bytes:
         if type(piece) is not _Spilled:
             return piece
-        data = os.pread(self._history.fileno(), piece.size, piece.offset)
+        data = os.pread(self._history_file.fileno(), piece.size, piece.offset)
         if len(data) != piece.size:
             raise OSError(f"the event feed's history file gave {len(data)} of {piece.size} bytes at {piece.offset}")
         return data

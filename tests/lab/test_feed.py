@@ -80,6 +80,36 @@ def test_the_history_is_kept_out_of_memory_and_a_late_viewer_still_gets_all_of_i
     assert feed.dropped == [] and feed.errors == []
 
 
+def test_a_history_file_that_fails_costs_nothing_but_memory_and_is_said(tmp_path, monkeypatch):
+    import errno
+
+    import lab.control.feed as feed_module
+
+    feed = EventFeed(tmp_path / "lab.events")
+    feed.start()
+    records = [record(i, size=1000) for i in range(400)]
+    for r in records[:200]:
+        feed.record(r)
+    real_pwrite = feed_module.os.pwrite
+
+    def full_disk(*args):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(feed_module.os, "pwrite", full_disk)
+    for r in records[200:]:  # the lab goes on
+        feed.record(r)
+    monkeypatch.setattr(feed_module.os, "pwrite", real_pwrite)
+    sock = connect(feed)
+    received = bytearray()
+    reader = threading.Thread(target=read_all, args=(sock, received))
+    reader.start()
+    wait_for(lambda: feed.viewers == 1, "the viewer is registered")
+    feed.close()
+    reader.join(10)
+    assert bytes(received) == b"".join(pack_record(r) for r in records)
+    assert len(feed.errors) == 1 and "No space left on device" in feed.errors[0]
+
+
 def test_a_viewer_that_stops_reading_never_slows_the_lab_and_is_dropped_with_a_reason(tmp_path):
     feed = EventFeed(tmp_path / "lab.events", lag=2 << 20)
     feed.start()

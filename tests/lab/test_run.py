@@ -140,3 +140,29 @@ def test_a_bad_config_is_a_clear_error(tmp_path):
     assert "unknown key" in result.stderr
     result = up("--sim", "--set", "producer.sendMsgTimeout=soon")
     assert result.returncode == 2 and "--set producer.sendMsgTimeout=soon" in result.stderr
+
+
+def test_headless_runs_tune_the_collector_for_the_run_and_give_the_process_back(tmp_path, monkeypatch):
+    """With CPython's thresholds a large cluster spent a quarter of its time in collections; a
+    sweep's worker runs many runs in one process, so each must leave the collector as it found it."""
+    import gc
+
+    from lab import cli
+    from lab.control import scenarios
+    from lab.run import runner
+
+    during = []
+    run_cluster = runner.run_cluster
+
+    async def noting(*args, **kwargs):
+        during.append((gc.get_threshold(), gc.get_freeze_count() > 0))
+        return await run_cluster(*args, **kwargs)
+
+    monkeypatch.setattr(cli, "run_cluster", noting)
+    monkeypatch.setattr(scenarios, "run_cluster", noting)
+    before = gc.get_threshold(), gc.get_freeze_count()
+    assert cli.main(["up", "--headless", "--sim", "--duration", "3s", "--events", str(tmp_path / "up.events")]) == 0
+    assert (gc.get_threshold(), gc.get_freeze_count()) == before
+    scenarios.run(scenarios.prepare("broker-crash"), runner.RunOptions(sim=True, events_path=tmp_path / "run.events"))
+    assert (gc.get_threshold(), gc.get_freeze_count()) == before
+    assert during == [((50_000, 20, 20), True)] * 2
