@@ -45,7 +45,7 @@ class HeldReply(HeldRequest):
             self.owner.send_soon(response)
 
 
-class ReplyWhen(HeldReply):
+class ReplyWhenReady(HeldReply):
     """Answered by `reply()` once `ready()`: a slave's HA transfer."""
 
     __slots__ = ("_ready", "_reply")

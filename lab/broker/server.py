@@ -39,7 +39,7 @@ from . import admin, fastjson
 from .outer_api import BrokerIdentity, BrokerOuterAPI
 from .consumer_manager import ConsumerManager, parse_heartbeat_body
 from .ha import COMMIT_LOG, HA_TRANSFER, HAClient, HAService
-from .held_replies import ReplyWhen, SuspendedPull
+from .held_replies import ReplyWhenReady, SuspendedPull
 from .long_polling import LONG_POLLING_CHECK_INTERVAL, PullRequestHoldService
 from lab.remoting.epoch import epoch_ms
 from lab.remoting.message import MessageExt, decode_batch, decode_properties, offset_msg_id
@@ -463,7 +463,7 @@ class Broker:
 
     def _hold_until(self, req: RemotingCommand, channel: ClientChannel, key, ready: Callable[[], bool],
                     timeout: float, reply: Callable[[], RemotingCommand]) -> None:
-        self.hold_service.hold(ReplyWhen(self, req, channel, key, LONG_POLLING_CHECK_INTERVAL, ready, reply), timeout)
+        self.hold_service.hold(ReplyWhenReady(self, req, channel, key, LONG_POLLING_CHECK_INTERVAL, ready, reply), timeout)
 
     def _ha_transfer(self, req: RemotingCommand, channel: ClientChannel) -> RemotingCommand | None:
         return self.ha_service.transfer(req, functools.partial(self._hold_until, req, channel))

@@ -56,6 +56,18 @@ def test_a_late_viewer_gets_the_history_then_every_new_record_exactly_once(tmp_p
     assert feed.dropped == [] and feed.errors == []
 
 
+def late_viewer_gets(feed: EventFeed) -> bytes:
+    """What a viewer that connects now receives by the time the feed is closed."""
+    sock = connect(feed)
+    received = bytearray()
+    reader = threading.Thread(target=read_all, args=(sock, received))
+    reader.start()
+    wait_for(lambda: feed.viewers == 1, "the viewer is registered")
+    feed.close()
+    reader.join(10)
+    return bytes(received)
+
+
 def test_the_history_is_kept_out_of_memory_and_a_late_viewer_still_gets_all_of_it(tmp_path):
     """A large cluster writes 5 MB of records a virtual minute, and a lab may run for hours."""
     feed = EventFeed(tmp_path / "lab.events")
@@ -69,14 +81,7 @@ def test_the_history_is_kept_out_of_memory_and_a_late_viewer_still_gets_all_of_i
     finally:
         tracemalloc.stop()
     assert held < 2 << 20, f"the feed holds {held / 2**20:.1f} MB of a 20 MB history in memory"
-    sock = connect(feed)
-    received = bytearray()
-    reader = threading.Thread(target=read_all, args=(sock, received))
-    reader.start()
-    wait_for(lambda: feed.viewers == 1, "the viewer is registered")
-    feed.close()
-    reader.join(10)
-    assert bytes(received) == b"".join(pack_record(r) for r in records)
+    assert late_viewer_gets(feed) == b"".join(pack_record(r) for r in records)
     assert feed.dropped == [] and feed.errors == []
 
 
@@ -99,14 +104,7 @@ def test_a_history_file_that_fails_costs_nothing_but_memory_and_is_said(tmp_path
     for r in records[200:]:  # the lab goes on
         feed.record(r)
     monkeypatch.setattr(feed_module.os, "pwrite", real_pwrite)
-    sock = connect(feed)
-    received = bytearray()
-    reader = threading.Thread(target=read_all, args=(sock, received))
-    reader.start()
-    wait_for(lambda: feed.viewers == 1, "the viewer is registered")
-    feed.close()
-    reader.join(10)
-    assert bytes(received) == b"".join(pack_record(r) for r in records)
+    assert late_viewer_gets(feed) == b"".join(pack_record(r) for r in records)
     assert len(feed.errors) == 1 and "No space left on device" in feed.errors[0]
 
 
