@@ -8,6 +8,7 @@ import json
 import math
 import signal
 import sys
+import time
 from pathlib import Path
 
 import trio
@@ -175,6 +176,7 @@ def run_up(args: argparse.Namespace) -> int:
 
     async def main():
         stop = trio.Event()
+        began = time.monotonic()
 
         async def drive(cluster, events, nursery):
             addrs = ";".join(cluster.namesrv_addrs)
@@ -183,6 +185,10 @@ def run_up(args: argparse.Namespace) -> int:
             print(f"seed={options.seed} mode={mode}", flush=True)
             if options.run_dir is not None and not options.sim:
                 print(f"run_dir={options.run_dir} (kept)", flush=True)
+            # Clients start one after another: on a large cluster that is a minute or more.
+            started = f"{events.now():.1f} virtual s ({time.monotonic() - began:.2f} wall s)" if options.sim \
+                else f"{time.monotonic() - began:.2f} s"
+            print(f"every node up after {started}", flush=True)
             server = live.ControlServer(cluster, LabControl(cluster, nursery),
                                         {"mode": mode, "seed": options.seed, "namesrv_addr": addrs}, feed)
             async with trio.open_nursery() as control:
