@@ -78,10 +78,11 @@ class PullRequestHoldService:
         return {owner: len(requests) for owner, requests in self._by_owner.items()}
 
     def hold(self, request: HeldRequest, timeout: float, *, wake_on_arrival: bool = True) -> None:
-        """Answer `request` now if it is ready, else when it is or `timeout` is up."""
+        """Answer `request` now if it is ready, else when it is or `timeout` is up. What
+        `has_new` raises here is the caller's: it is still processing the request."""
         now = self._now()
         request.deadline = now + timeout
-        if timeout <= 0 or self._ready(request):
+        if timeout <= 0 or request.has_new():
             self._answer(request)
             return
         self._by_owner.setdefault(request.owner, {})[request] = None

@@ -428,6 +428,28 @@ async def test_a_bad_heartbeat_body_is_a_system_error_not_a_crash(sim, autojump_
     assert (await sim.send(broker.address)).code == ResponseCode.SUCCESS
 
 
+async def test_a_pull_whose_hold_check_raises_is_a_system_error_for_it_alone(sim, autojump_clock, monkeypatch):
+    """A bug met while a pull is being held is that request's, as any processor's is: the broker
+    and its other requests go on."""
+    from lab.broker.held_replies import SuspendedPull
+
+    has_new, planted = SuspendedPull.has_new, [True]
+
+    def broken_once(self):
+        if planted:
+            planted.clear()
+            raise ZeroDivisionError("planted")
+        return has_new(self)
+
+    await sim.start_nameserver()
+    broker = await sim.start_broker()
+    monkeypatch.setattr(SuspendedPull, "has_new", broken_once)
+    reply = await sim.pull(broker.address, sys_flag=FLAG_SUSPEND)
+    assert reply.code == ResponseCode.SYSTEM_ERROR and "planted" in reply.remark
+    assert (await sim.send(broker.address)).code == ResponseCode.SUCCESS
+    assert bodies_of(await sim.pull(broker.address, sys_flag=FLAG_SUSPEND)) == [b"hello"]
+
+
 # --- real sockets -------------------------------------------------------------------------------------
 
 async def test_send_and_pull_over_real_loopback_sockets(tcp):
