@@ -428,7 +428,7 @@ async def test_a_bad_heartbeat_body_is_a_system_error_not_a_crash(sim, autojump_
     assert (await sim.send(broker.address)).code == ResponseCode.SUCCESS
 
 
-async def test_a_pull_whose_hold_check_raises_is_a_system_error_for_it_alone(sim, autojump_clock, monkeypatch):
+async def a_pull_whose_hold_check_raises(lab, port, monkeypatch) -> None:
     """A bug met while a pull is being held is that request's, as any processor's is: the broker
     and its other requests go on."""
     from lab.broker.held_replies import SuspendedPull
@@ -441,13 +441,17 @@ async def test_a_pull_whose_hold_check_raises_is_a_system_error_for_it_alone(sim
             raise ZeroDivisionError("planted")
         return has_new(self)
 
-    await sim.start_nameserver()
-    broker = await sim.start_broker()
+    await lab.start_nameserver(port=port)
+    broker = await lab.start_broker()
     monkeypatch.setattr(SuspendedPull, "has_new", broken_once)
-    reply = await sim.pull(broker.address, sys_flag=FLAG_SUSPEND)
+    reply = await lab.pull(broker.address, sys_flag=FLAG_SUSPEND)
     assert reply.code == ResponseCode.SYSTEM_ERROR and "planted" in reply.remark
-    assert (await sim.send(broker.address)).code == ResponseCode.SUCCESS
-    assert bodies_of(await sim.pull(broker.address, sys_flag=FLAG_SUSPEND)) == [b"hello"]
+    assert (await lab.send(broker.address)).code == ResponseCode.SUCCESS
+    assert bodies_of(await lab.pull(broker.address, sys_flag=FLAG_SUSPEND)) == [b"hello"]
+
+
+async def test_a_pull_whose_hold_check_raises_is_a_system_error_for_it_alone(sim, autojump_clock, monkeypatch):
+    await a_pull_whose_hold_check_raises(sim, 9876, monkeypatch)
 
 
 # --- real sockets -------------------------------------------------------------------------------------
@@ -459,3 +463,7 @@ async def test_send_and_pull_over_real_loopback_sockets(tcp):
     sent = await tcp.send(broker.address, b"over tcp")
     assert sent.code == ResponseCode.SUCCESS
     assert bodies_of(await tcp.pull(broker.address)) == [b"over tcp"]
+
+
+async def test_a_pull_whose_hold_check_raises_is_a_system_error_for_it_alone_over_real_sockets(tcp, monkeypatch):
+    await a_pull_whose_hold_check_raises(tcp, 0, monkeypatch)
