@@ -19,7 +19,7 @@ import logging
 
 import trio
 
-from lab.remoting.handover import Handover
+from lab.remoting.handover import CallbackRound
 from lab.remoting.message import MessageFormatError, decode_messages, offset_msg_id
 from lab.remoting.channels import Node
 from nameserver.client import RemotingError
@@ -241,38 +241,33 @@ class Consumer:
     async def _rebalance_by_callbacks(self, topics: list[str], at: int) -> tuple[int, tuple]:
         """Rebalance topics[at:] from reply callbacks while that needs no wait and changes nothing;
         (where it stopped, what it learnt of that topic: (mq_set, broker asked, members) so far)."""
-        stopped = Handover()
-        state = {"at": at, "cancelled": False}
+        round_ = CallbackRound(at)
 
         def ask_next() -> None:
-            i = state["at"]
-            if i >= len(topics):
-                stopped.give(())
+            if round_.at >= len(topics):
+                round_.stop(())
                 return
-            mq_set = self.topic_subscribe_info_table.get(topics[i])
-            addr = self.instance.consumer_list_broker(topics[i])
+            topic = topics[round_.at]
+            mq_set = self.topic_subscribe_info_table.get(topic)
+            addr = self.instance.consumer_list_broker(topic)
             if addr is None or not self.instance.find_consumer_id_list_async(
                     addr, self.consumer_group, functools.partial(on_answer, mq_set, addr)):
-                stopped.give((mq_set, addr))
+                round_.stop((mq_set, addr))
 
         def on_answer(mq_set, addr: str, cid_all: list[str] | None) -> None:
-            if state["cancelled"]:
-                return  # the rebalance was given up (the client stopping)
-            topic = topics[state["at"]]
+            if round_.given_up:
+                return  # the client stopping: as an abandoned call's reply
+            topic = topics[round_.at]
             if mq_set and cid_all:
                 allocated = allocate_averagely(self.instance.client_id, mq_set, cid_all)
                 if set(allocated) != set(self.process_queue_table.of_topic(topic)):
-                    stopped.give((mq_set, addr, cid_all))  # the task moves queues: persists, queries
+                    round_.stop((mq_set, addr, cid_all))  # the task moves queues: persists, queries
                     return
-            state["at"] += 1
+            round_.at += 1
             ask_next()
 
-        ask_next()
-        try:
-            stopped_at = await stopped.take()
-        finally:
-            state["cancelled"] = True
-        return state["at"], stopped_at
+        stopped_at = await round_.run(ask_next)
+        return round_.at, stopped_at
 
     async def update_process_queue_table(self, topic: str, allocated: list[MessageQueue]) -> bool:
         changed = False

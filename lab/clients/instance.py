@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 import trio
 
 from lab.remoting.channels import ChannelTable, Node
-from lab.remoting.handover import Handover
+from lab.remoting.handover import CallbackRound
 from nameserver.client import RemotingError
 from nameserver.protocol import RemotingCommand, RequestCode
 from nameserver.routes import MASTER_ID, TopicRouteData
@@ -195,40 +195,35 @@ class MQClientInstance:
     async def _fetch_by_callbacks(self, topics: list[str], at: int, poll: RoutePoll) -> tuple[int, Exception | None]:
         """Fetch topics[at:] each from the reply callback of the one before, while that needs no
         wait; (where it stopped, the remoting error that stopped it, if one did)."""
-        stopped = Handover()
-        state = {"at": at, "cancelled": False}
+        round_ = CallbackRound(at)
 
         def fetch_next() -> None:
-            i = state["at"]
-            if i >= len(topics):
-                stopped.give(None)
+            if round_.at >= len(topics):
+                round_.stop(None)
                 return
-            self._fetching(topics[i], poll)
+            topic = topics[round_.at]
+            self._fetching(topic, poll)
             try:
-                sent = self.api.get_topic_route_info_async(topics[i], self.config.mqClientApiTimeout, on_result)
+                sent = self.api.get_topic_route_info_async(topic, self.config.mqClientApiTimeout, on_result)
             except RemotingError as e:
                 on_result(e)
                 return
             if not sent:  # the task fetches this one itself, waiting as it must
                 poll.topics -= 1
-                stopped.give(None)
+                round_.stop(None)
 
         def on_result(outcome: TopicRouteData | Exception) -> None:
-            if state["cancelled"]:
-                return  # the round was given up (the client stopping): as an abandoned call's reply
-            state["at"] += 1
-            _, failure = self._fetched(topics[state["at"] - 1], poll, outcome)
+            if round_.given_up:
+                return  # the client stopping: as an abandoned call's reply
+            round_.at += 1
+            _, failure = self._fetched(topics[round_.at - 1], poll, outcome)
             if isinstance(failure, RemotingError):
-                stopped.give(failure)
+                round_.stop(failure)
             else:
                 fetch_next()
 
-        fetch_next()
-        try:
-            failure = await stopped.take()
-        finally:
-            state["cancelled"] = True
-        return state["at"], failure
+        failure = await round_.run(fetch_next)
+        return round_.at, failure
 
     async def find_broker_address_in_subscribe(self, mq: MessageQueue, broker_id: int,
                                                only_this_broker: bool) -> FindBrokerResult | None:
@@ -286,7 +281,7 @@ class MQClientInstance:
 
         def on_reply(result: list[str] | Exception) -> None:
             if isinstance(result, Exception):
-                log.info("%s: consumer list of %s from %s failed: %s", self.client_id, group, addr, result)
+                self._consumer_list_failed(group, addr, result)
                 result = None
             on_result(result)
 
@@ -305,14 +300,17 @@ class MQClientInstance:
                 await self.update_topic_route_info_from_name_server(topic)
             except NoRouteInfoError:
                 return None
-            addr = self.route_cache.find_broker_addr_by_topic(topic, self.node.rng)
+            addr = self.consumer_list_broker(topic)
         if addr is None:
             return None
         try:
             return await self.api.get_consumer_id_list_by_group(addr, group, self.config.mqClientApiTimeout)
         except ClientFailure as e:
-            log.info("%s: consumer list of %s from %s failed: %s", self.client_id, group, addr, e)
+            self._consumer_list_failed(group, addr, e)
             return None
+
+    def _consumer_list_failed(self, group: str, addr: str, error: Exception) -> None:
+        log.info("%s: consumer list of %s from %s failed: %s", self.client_id, group, addr, error)
 
     # --- consumers ------------------------------------------------------------------------------------
 
