@@ -10,8 +10,8 @@ Three clusters, seed 1, each for 10 virtual minutes (`--minutes N` for a shorter
 Every client polls every topic it uses every 30 s, as RocketMQ's do: the large cluster answers
 ~1,300 route queries per virtual second. Prints, per cluster, wall time, speed (virtual / real),
 events per wall second, event-log bytes per virtual minute and the process's peak RSS (ru_maxrss
-from wait4); and, with no target, when every node was up (clients start one after another) and
-the speed from then on. Usage: bench_cluster_scale.py [--minutes N] [NAME ...]
+from wait4); and, with no target, when every node was up (each client fetches every route it
+uses before it is up) and the speed from then on. Usage: bench_cluster_scale.py [--minutes N] [NAME ...]
 """
 
 from __future__ import annotations
@@ -53,15 +53,14 @@ class Run(NamedTuple):
     events: int
     rss_kib: int
     virtual: float  # virtual seconds run, the clients' start and the drain included
-    start_virtual: float  # when every node was up (clients start one after another)
+    start_virtual: float  # when every node was up
     start_wall: float
     run_wall: float  # what nslab says the run took (no interpreter start)
 
 
 def one_run(sets: list[str], seconds: int, events: Path) -> Run:
-    """One whole process. The virtual seconds include the clients' start (each consumer fetches
-    every topic's route before the next node starts) and the 30 s drain; the speed is figured on
-    --duration alone."""
+    """One whole process. The virtual seconds include the clients' start (each fetches every
+    topic's route before it is up) and the drain; the speed is figured on --duration alone."""
     start = time.monotonic()
     process = subprocess.Popen(command(sets, seconds, events), stdout=subprocess.PIPE, text=True)
     out = process.stdout.read()

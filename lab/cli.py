@@ -185,7 +185,7 @@ def run_up(args: argparse.Namespace) -> int:
             print(f"seed={options.seed} mode={mode}", flush=True)
             if options.run_dir is not None and not options.sim:
                 print(f"run_dir={options.run_dir} (kept)", flush=True)
-            # Clients start one after another: on a large cluster that is a minute or more.
+            # Each client fetches every route it uses before it is up: on a large cluster, seconds.
             started = f"{events.now():.1f} virtual s ({time.monotonic() - began:.2f} wall s)" if options.sim \
                 else f"{time.monotonic() - began:.2f} s"
             print(f"every node up after {started}", flush=True)

@@ -121,6 +121,21 @@ def test_route_polls_that_change_nothing_are_counted_and_every_fetch_is_accounte
     assert sum(e["kind"] == "ns.route" for e in events) < queries / 4
 
 
+def test_clients_start_together_once_the_brokers_are_up(tmp_path):
+    """Each client fetches all 100 routes, one after another, before it is up; six of them
+    starting one after another would be up six fetch rounds after the brokers, not about one."""
+    path = tmp_path / "run.events"
+    result = up("--sim", "--seed", "3", "--duration", "5s", "--events", str(path),
+                "--set", "cluster.topics=100", "--set", "cluster.consumers=3", "--set", "cluster.producers=3")
+    assert result.returncode == 0, result.stderr
+    starts = {e["node"]: (e["role"], e["t"]) for e in read_events(path) if e["kind"] == "node.start"}
+    brokers_up = max(t for role, t in starts.values() if role == "broker")
+    clients_up = sorted(t - brokers_up for role, t in starts.values() if role in ("producer", "consumer"))
+    assert len(clients_up) == 6
+    assert clients_up[0] >= 100 * 0.002 * 0.9, "a client is up once it has fetched every route"
+    assert clients_up[-1] < 2 * clients_up[0], f"clients up {clients_up} s after the brokers"
+
+
 def test_socket_mode_prints_namesrv_addr_first_and_runs_real_sockets(tmp_path):
     events = tmp_path / "socket.events"
     result = up("--duration", "3s", "--seed", "5", "--events", str(events))
