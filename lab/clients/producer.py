@@ -67,6 +67,7 @@ class Producer:
         self.config = node.config.producer
         self.producer_group = self.config.producerGroup
         self.topics = topics
+        self._topic_set = frozenset(topics)
         self.payload = payload or (lambda i: node.rng.randbytes(self.config.messageSize))
         self.topic_publish_info_table: dict[str, TopicPublishInfo] = {}
         self.send_which_queue = ThreadLocalIndex(node.rng)
@@ -107,7 +108,7 @@ class Producer:
 
     def needs_route(self, topic: str) -> bool:
         info = self.topic_publish_info_table.get(topic)
-        return topic in self.topics and (info is None or not info.ok())
+        return topic in self._topic_set and (info is None or not info.ok())
 
     def on_route_changed(self, topic: str, route: TopicRouteData) -> None:
         self.topic_publish_info_table[topic] = TopicPublishInfo(topic, route)

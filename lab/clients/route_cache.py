@@ -132,6 +132,7 @@ class RouteCache:
         self.topic_route_table: dict[str, TopicRouteData] = {}
         self.broker_addr_table: dict[str, dict[int, str]] = {}  # broker name -> {broker id -> address}
         self.changes = 0  # bumped whenever a route or a broker address changes
+        self._cleaned_at = -1  # `changes` when clean_offline_broker last found nothing to drop
 
     def update(self, topic: str, route: TopicRouteData) -> bool:
         """A successful fetch: cache it; True when it differs from the cached one."""
@@ -152,7 +153,11 @@ class RouteCache:
         return route
 
     def clean_offline_broker(self) -> None:
-        """Drop broker addresses that no cached route mentions any more."""
+        """Drop broker addresses that no cached route mentions any more. With nothing changed
+        since a clean that dropped nothing, there is nothing to drop (a client of 2,000 topics
+        looked at 40,000 addresses every heartbeat)."""
+        if self._cleaned_at == self.changes:
+            return
         live = {addr for route in self.topic_route_table.values()
                 for bd in route.broker_datas for addr in bd.broker_addrs.values()}
         for broker_name in list(self.broker_addr_table):
@@ -163,6 +168,7 @@ class RouteCache:
                 self.broker_addr_table[broker_name] = addrs
             else:
                 del self.broker_addr_table[broker_name]
+        self._cleaned_at = self.changes
 
     def find_broker_address_in_publish(self, broker_name: str) -> str | None:
         """Sends go to the master only."""

@@ -122,8 +122,10 @@ def test_broker_addresses_follow_routes_and_offline_ones_are_cleaned():
     cache = RouteCache()
     cache.update(TOPIC, route("broker-a", "broker-b"))
     assert cache.find_broker_address_in_publish("broker-b") == addr("broker-b")
+    cache.clean_offline_broker()  # every address still in a route: nothing to clean
+    assert cache.find_broker_address_in_publish("broker-b") == addr("broker-b")
     cache.update(TOPIC, route("broker-a"))
-    cache.clean_offline_broker()
+    cache.clean_offline_broker()  # the route changed since the last clean: broker-b goes
     assert cache.find_broker_address_in_publish("broker-b") is None
     assert cache.find_broker_address_in_publish("broker-a") == addr("broker-a")
 
