@@ -50,6 +50,8 @@ class Network:
         self._changed = trio.Event()
         # Told of every request a request fault acted on (the lab records it: chaos.request).
         self.on_request_fault: Callable[[dict], None] | None = None
+        # Whoever has calls coasting (_SimEnd.coast_peer_call): told once of the next link change.
+        self._coasting: dict[Callable[[], None], None] = {}
 
     # --- link state (every change wakes whoever waits on a held link) ----------------------------
 
@@ -59,6 +61,9 @@ class Network:
     def _notify(self) -> None:
         self._changed.set()
         self._changed = trio.Event()
+        coasting, self._coasting = self._coasting, {}
+        for stop_coasting in coasting:
+            stop_coasting()
 
     def partition(self, groups: Iterable[Iterable[str]], *, one_way: bool = False) -> None:
         self.links.partition(groups, one_way=one_way)
@@ -162,6 +167,8 @@ class _SimEnd(trio.abc.Stream):
     carries_objects = True
     # (opaque, seconds until the renewed call is sent) -> renewed?; set by whoever reads this end
     call_renewer: Callable[[int, float], bool] | None = None
+    # (opaque, the holder's call) -> restore or None: the reader's side of coast_peer_call
+    call_coaster: Callable[[int, object], Callable[[int, float], None] | None] | None = None
 
     def __init__(self, net: SimNetwork, local: str, remote: str):
         self.net, self.local, self.remote = net, local, remote
@@ -202,6 +209,29 @@ class _SimEnd(trio.abc.Stream):
             return None
         round_trip = 2 * links.base_latency
         return round_trip if peer.call_renewer(opaque, round_trip / 2) else None
+
+    def coast_peer_call(self, opaque: int, held,
+                        stop_coasting: Callable[[], None]) -> Callable[[int, float], None] | None:
+        """Just renewed (renew_peer_call), the call `opaque` may coast: be renewed every period
+        from now on with no work at all, as long as nothing could make a renewal go otherwise.
+        The holder counts the renewals when it next looks. What ends coasting, each told once:
+        - a link change anywhere (a fault, a freeze, a heal): `stop_coasting()`, the holder's
+          for all its calls;
+        - a change on the caller's side (the queue taken away, a route changed): the caller
+          calls `held.wake()` (`held`, the holder's object for this call);
+        - the holder answering the call (data came) or the connection closing.
+        The holder then calls what this returns, `restore(opaque, resent_at)`: the caller's
+        timeout counts again from when the last renewed call would have been sent. None: not
+        coasting.
+        Only while no request fault was ever set: one might have dropped a renewed call."""
+        peer = self.peer
+        if (peer is None or peer.call_coaster is None or self._broken or self._closed or peer._broken
+                or peer._closed or self.net.links.requests.ever or not self.net.links.faultless()):
+            return None
+        restore = peer.call_coaster(opaque, held)
+        if restore is not None:
+            self.net._coasting[stop_coasting] = None
+        return restore
 
     def delivers_everything(self) -> bool:
         """Whether what is sent on this end reaches the peer, in order, unless the connection ends

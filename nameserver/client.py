@@ -108,8 +108,11 @@ class RemotingClient:
         self._expiry_deadline = -math.inf  # the earliest deadline armed; -inf: none may be (not reading)
         self.closed_reason: str | None = None
         self._now = trio.lowlevel.current_clock().current_time  # trio.current_time, in one call
-        if hasattr(stream, "call_renewer"):  # a simulated connection: see _renew
+        if hasattr(stream, "call_renewer"):  # a simulated connection: see _renew and _coast
             stream.call_renewer = self._renew
+            stream.call_coaster = self._coast
+        self._coasting: dict[int, object] = {}  # opaque -> its holder's call, which has wake()
+        self._restore_call = self._restore  # one bound method for every coasting call
 
     def _next_opaque(self) -> int:
         # A Java int, wrapping negative as RocketMQ's counter does; a ROCKETMQ header holds int32.
@@ -154,7 +157,7 @@ class RemotingClient:
         future = self._pending[request.opaque] = ResponseFuture(
             request.code, timeout, self._now() + timeout, callback, self._on_callback_error)
         if len(self._deadlines) > 2 * len(self._pending) + 64:  # mostly answered calls: start again
-            self._deadlines = [(f.deadline, opaque) for opaque, f in self._pending.items()]
+            self._deadlines = [(f.deadline, opaque) for opaque, f in self._pending.items() if f.deadline != math.inf]
             heapq.heapify(self._deadlines)
         else:
             heapq.heappush(self._deadlines, (future.deadline, request.opaque))
@@ -195,6 +198,7 @@ class RemotingClient:
                 future.put(RemotingError(f"connection closed: {self.closed_reason}"))
             self._pending.clear()
             self._deadlines.clear()
+            self._coasting.clear()
             await self.connection.aclose()
 
     async def _expire_at_deadlines(self) -> None:
@@ -233,6 +237,36 @@ class RemotingClient:
         future.deadline = self._now() + resent_in + future.timeout
         return True
 
+    def _coast(self, opaque: int, held) -> Callable[[int, float], None] | None:
+        """The simulated peer's offer (_SimEnd.coast_peer_call), just after it renewed the call
+        `opaque`: renew it every period from now on without asking. The call then has no timeout
+        until the peer gives it back (`_restore`), which `wake_coasting` asks for (`held.wake()`)."""
+        future = self._pending.get(opaque)
+        if future is None or future.renew is None:
+            return None
+        future.deadline = math.inf
+        self._coasting[opaque] = held
+        return self._restore_call
+
+    def _restore(self, opaque: int, resent_at: float) -> None:
+        """The call coasts no more: its timeout counts from `resent_at`, when the last renewed
+        call would have been sent."""
+        self._coasting.pop(opaque, None)
+        future = self._pending.get(opaque)
+        if future is None or future.deadline != math.inf:
+            return
+        future.deadline = resent_at + future.timeout
+        heapq.heappush(self._deadlines, (future.deadline, opaque))
+        if future.deadline < self._expiry_deadline:
+            self._arm(future.deadline)
+
+    def wake_coasting(self) -> None:
+        """Whether a call would be sent again may have changed (the caller's state did): every
+        coasting call goes back to being renewed one period at a time, each asked again."""
+        coasting, self._coasting = self._coasting, {}
+        for held in coasting.values():
+            held.wake()
+
     def _earliest_deadline(self) -> float:
         deadlines, pending = self._deadlines, self._pending
         while deadlines:
@@ -240,7 +274,7 @@ class RemotingClient:
             future = pending.get(opaque)
             if future is not None and future.deadline == deadline:
                 return deadline
-            if future is None:
+            if future is None or future.deadline == math.inf:  # answered; coasting (_restore pushes it)
                 heapq.heappop(deadlines)
             else:  # renewed since
                 heapq.heapreplace(deadlines, (future.deadline, opaque))
@@ -256,7 +290,7 @@ class RemotingClient:
                 continue
             if future.deadline <= now:
                 expired.append(opaque)
-            else:  # renewed since
+            elif future.deadline != math.inf:  # renewed since (coasting: _restore pushes it)
                 heapq.heappush(deadlines, (future.deadline, opaque))
         for opaque in sorted(expired):  # in the order they were sent
             future = pending.pop(opaque, None)

@@ -9,6 +9,10 @@ run by a timer, set for the earliest of them.
 
 Every held request has an owner, the connection it came on: when that connection closes, `drop`
 forgets what it held, so nothing waits to answer a connection that is gone.
+
+A request renewed at its deadline (a long-polled pull the consumer would only send again) may
+coast: renewed every period with no timer, while it is in `_coasting`, until an arrival answers
+it, its connection closes, or its own wake or `stop_coasting` puts it back on the timers.
 """
 
 from __future__ import annotations
@@ -53,6 +57,17 @@ class HeldRequest:
         SuspendedPull), else None, and it is answered."""
         return None
 
+    def coast(self, stop_coasting: Callable[[], None]) -> bool:
+        """Just renewed: whether it is renewed every period from now on with no timer at all
+        (see PullRequestHoldService), until `stop_coasting()` or the request's own wake."""
+        return False
+
+    def catch_up(self, now: float) -> None:
+        """Coasting: make the renewals due by `now`; `deadline` is the next one's."""
+
+    def restore(self) -> None:
+        """Coasting no more: the caller's timeout counts again."""
+
 
 class PullRequestHoldService:
     def __init__(self, now: Callable[[], float] = trio.current_time, *,
@@ -67,11 +82,19 @@ class PullRequestHoldService:
         self._call_at = None  # the run's timers, once the service runs
         self._next_check = math.inf  # the earliest check a timer is set for
         self._by_owner: dict[Hashable, dict[HeldRequest, None]] = {}  # what each connection holds
+        # Renewed every period without a timer (HeldRequest.coast): an idle queue's pull, held for
+        # as long as nothing happens, costs nothing per period. Still in _held and _by_owner.
+        self._coasting: dict[HeldRequest, None] = {}
 
     @property
     def held(self) -> int:
         """How many requests wait now."""
         return sum(len(requests) for requests in self._by_owner.values())
+
+    @property
+    def coasting(self) -> int:
+        """How many of them are renewed every period with no timer now (HeldRequest.coast)."""
+        return len(self._coasting)
 
     def held_by_owner(self) -> dict[Hashable, int]:
         """How many requests each owner holds now."""
@@ -92,8 +115,11 @@ class PullRequestHoldService:
 
     def drop(self, owner: Hashable) -> None:
         """Forget every request `owner` holds (its connection closed): none is answered."""
+        now = self._now()
         for request in self._by_owner.pop(owner, {}):
             request.done = True  # its check in the heap is skipped when it comes due
+            if self._coasting.pop(request, False) is None:
+                request.catch_up(now)  # the renewals it had: counted
             self._release(request)
 
     def notify_message_arriving(self, key: Hashable) -> None:
@@ -130,13 +156,50 @@ class PullRequestHoldService:
             request = heapq.heappop(self._checks)[2]
             if request.done:
                 continue
-            if self._ready(request) or (now >= request.deadline and not self._renewed(request)):
+            if self._ready(request):
                 self._release(request)
                 self._answer(request)
-            else:
+            elif now < request.deadline:  # a re-check, before the deadline
+                self._schedule_check(request, now)
+            elif not self._renewed(request):
+                self._release(request)
+                self._answer(request)
+            elif not self._coasts(request):
                 self._schedule_check(request, now)
         self._next_check = math.inf
         self._arm()
+
+    def _coasts(self, request: HeldRequest) -> bool:
+        try:
+            coasting = request.coast(self._stop_coasting)
+        except Exception as e:
+            self._on_error(e)
+            return False
+        if coasting:
+            self._coasting[request] = None
+        return coasting
+
+    def uncoast(self, request: HeldRequest) -> None:
+        """A coasting request renewed one period at a time again (its caller's state changed):
+        the renewals due by now are made and its next deadline has a timer."""
+        if self._coasting.pop(request, False) is not None:
+            return
+        now = self._now()
+        request.catch_up(now)
+        request.restore()
+        if self._call_at is not None:
+            self._schedule_check(request, now)
+
+    def _stop_coasting(self) -> None:
+        """A link changed somewhere: a renewal might now go otherwise, so none coasts."""
+        for request in list(self._coasting):
+            self.uncoast(request)
+
+    def catch_up(self) -> None:
+        """Make every coasting request's renewals due by now (what they count, counted)."""
+        now = self._now()
+        for request in self._coasting:
+            request.catch_up(now)
 
     def _arm(self) -> None:
         while self._checks and self._checks[0][2].done:
@@ -153,6 +216,9 @@ class PullRequestHoldService:
 
     def _answer(self, request: HeldRequest) -> None:
         request.done = True  # its check in the heap, if any, is dropped when it comes due
+        if self._coasting.pop(request, False) is None:
+            request.catch_up(self._now())
+            request.restore()
         requests = self._by_owner.get(request.owner)
         if requests is not None:
             requests.pop(request, None)

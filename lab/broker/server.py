@@ -605,6 +605,7 @@ class Broker:
                             body=admin.properties_text(self.broker_properties()).encode())
 
     def _get_broker_runtime_info(self, req: RemotingCommand, channel: ClientChannel) -> RemotingCommand:
+        self.hold_service.catch_up()  # coasting pulls' renewals: counted in getMissTps
         return self._body(req, admin.runtime_info(stats=self.stats, store=self.store, now=self.node.now(),
                                                   now_ms=self.node.now_ms(), boot_ms=self.boot_ms))
 

@@ -17,34 +17,40 @@ the window), which mqadmin clusterList then fails to parse; the lab divides by i
 from __future__ import annotations
 
 import math
-from collections import deque
 
 TPS_WINDOWS = (10, 60, 600)  # seconds: StoreStatsService.getPutTps(10), (60), (600)
 GROUP_TPS_WINDOW = 60  # seconds: StatsItem.getStatsDataInMinute
 
 
 class _Rate:
-    """A count in whole-second buckets over the last `keep` seconds, and its total."""
+    """A count in whole-second buckets over the last `keep` seconds, and its total. A count may
+    come for a second before the latest (a coasting pull's renewals are counted when someone
+    looks, see PullRequestHoldService), hence a dict, pruned now and then."""
 
     def __init__(self, keep: int):
         self.keep = keep
         self.total = 0
-        self._buckets: deque[list[int]] = deque()  # [second, count], oldest first
+        self._buckets: dict[int, int] = {}  # second -> count
+        self._latest = -math.inf  # the latest second counted
 
     def add(self, now: float, count: int = 1) -> None:
         second = math.floor(now)
-        if self._buckets and self._buckets[-1][0] == second:
-            self._buckets[-1][1] += count
-        else:
-            self._buckets.append([second, count])
-        while self._buckets[0][0] <= second - self.keep:
-            self._buckets.popleft()
         self.total += count
+        buckets = self._buckets
+        buckets[second] = buckets.get(second, 0) + count
+        if second > self._latest:
+            self._latest = second
+            if len(buckets) > 2 * self.keep:
+                self._prune()
+
+    def _prune(self) -> None:
+        oldest = self._latest - self.keep
+        self._buckets = {s: c for s, c in self._buckets.items() if s > oldest}
 
     def tps(self, now: float, window: int, uptime: float) -> float:
         """Per second over the last `window` seconds (or the uptime, if shorter; at least 1 s)."""
         since = math.floor(now) - window
-        count = sum(c for s, c in self._buckets if s > since)
+        count = sum(c for s, c in self._buckets.items() if s > since)
         return count / max(1.0, min(float(window), uptime))
 
 

@@ -180,6 +180,7 @@ class Consumer:
     async def shutdown(self) -> None:
         """Stop pulling, persist every offset, leave the group (its brokers tell the others)."""
         self.instance.consumers.remove(self)
+        self.instance.channels.wake_coasting()  # no held pull of ours is sent again
         for pq in self.process_queue_table.values():
             pq.drop()
         await self.persist_consumer_offset()
@@ -273,6 +274,7 @@ class Consumer:
         changed = False
         keep = set(allocated)
         for mq in [mq for mq in self.process_queue_table.of_topic(topic) if mq not in keep]:
+            self.instance.channels.wake_coasting()  # its held pull is not sent again
             self.process_queue_table.pop(mq).drop()
             await self.persist(mq)  # so the next owner starts where this one stopped
             self.offset_store.remove_offset(mq)

@@ -154,6 +154,8 @@ class MQClientInstance:
             return cached, failure
         fetched = outcome
         changed = self.route_cache.update(topic, fetched)
+        if changed:
+            self.channels.wake_coasting()  # a held pull's broker may have moved
         members = self.producers + self.consumers
         if changed or any(m.needs_route(topic) for m in members):
             for member in members:
@@ -246,7 +248,10 @@ class MQClientInstance:
 
     async def send_heartbeat_to_all_broker(self) -> None:
         """Every broker the cache knows — only masters when there is no consumer."""
+        changes = self.route_cache.changes
         self.route_cache.clean_offline_broker()
+        if self.route_cache.changes != changes:
+            self.channels.wake_coasting()
         heartbeat_data = {
             "clientID": self.client_id,
             "consumerDataSet": [c.consumer_data() for c in self.consumers],

@@ -110,6 +110,13 @@ class ChannelTable:
         check = getattr(channel.stream, "delivers_everything", None)
         return check is not None and check()
 
+    def wake_coasting(self) -> None:
+        """Whether a held pull would be sent again may have changed (a queue taken away, a route
+        changed): every coasting call, on every channel, is renewed one period at a time again
+        (RemotingClient.wake_coasting)."""
+        for client in self._clients.values():
+            client.wake_coasting()
+
     async def _get(self, address: str) -> RemotingClient:
         while True:
             client = self._open(address)

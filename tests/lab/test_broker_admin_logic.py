@@ -58,3 +58,15 @@ def test_topic_names_as_topic_validator_takes_them():
     assert admin.check_topic("   ", reserved) == "The specified topic is blank."
     assert admin.check_topic(None, reserved) == "The specified topic is blank."
     assert admin.check_topic("OFFSET_MOVED_EVENT", reserved) == "The topic[OFFSET_MOVED_EVENT] is conflict with system topic."
+
+
+def test_a_count_for_an_earlier_second_lands_in_that_second():
+    # A coasting pull's empty answers are counted when someone looks, each at its own second.
+    stats = BrokerStats(boot=0.0)
+    stats.on_pull(100.5, False)
+    stats.on_pull(130.2, False)
+    stats.on_pull(115.7, False)  # counted late, for second 115
+    assert stats.pulls_miss.total == 3
+    assert stats.pulls_miss_tps(130.9)[0] == 0.1  # 130 alone in the last 10 s
+    assert stats.pulls_miss_tps(130.9)[1] == 3 / 60  # 100, 115 and 130 in the last 60 s
+    assert stats.pulls_miss_tps(710.0)[2] == 2 / 600  # the last 600 s, from 111: 115 and 130

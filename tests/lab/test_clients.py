@@ -4,12 +4,14 @@ virtual clock: routes and their cache, NameServer failover, retries, rebalance, 
 from __future__ import annotations
 
 import dataclasses
+import json
 import random
 
 import pytest
 import trio
 
 from chaos.links import Toxic
+from lab.broker import admin
 from lab.clients.consumer import Consumer
 from lab.clients.errors import MQClientError
 from lab.clients.instance import MQClientInstance
@@ -290,3 +292,33 @@ async def test_namesrv_addresses_from_the_address_server_and_a_changed_list(lab,
     await instance.update_topic_route_info_from_name_server(TOPIC)
     switch = lab.events("client.ns_switch")[-1]
     assert (switch["from"], switch["to"], switch["reason"]) == (a, b, "address_list_changed")
+
+
+# --- coasting: an idle queue's held pull, renewed every period with no work --------------------------
+
+async def test_an_idle_queues_pulls_coast_and_its_broker_still_counts_each_empty_pull(lab, autojump_clock):
+    _, brokers = await lab.start_cluster()
+    broker = brokers["broker-a"]
+    await lab.consumer("consumer-0")
+    await lab.wait_until(lambda: len(lab.assignment("consumer-0")) == 4)
+    await trio.sleep(200)
+    assert broker.broker.hold_service.held == broker.broker.hold_service.coasting == 4, \
+        "renewed once, each of the four pulls coasts from then on"
+    # Each queue's pull would have come back empty every 15 s: 16 a minute, whoever counts them.
+    reply = await lab.sim.call(broker.address, admin.GET_BROKER_RUNTIME_INFO)
+    miss_tps = [float(f) for f in json.loads(reply.body)["table"]["getMissTps"].split()]
+    assert 12 / 60 <= miss_tps[1] <= 20 / 60 and 12 / 60 <= miss_tps[2] <= 20 / 60, miss_tps
+
+
+async def test_a_queue_taken_away_is_held_for_its_old_owner_no_longer(lab, autojump_clock):
+    _, brokers = await lab.start_cluster()
+    hold_service = brokers["broker-a"].broker.hold_service
+    c0 = await lab.consumer("consumer-0")
+    await lab.wait_until(lambda: len(lab.assignment("consumer-0")) == 4)
+    await trio.sleep(60)  # every pull renewed, and coasting
+    assert hold_service.coasting == 4
+    await lab.consumer("consumer-1")
+    await lab.wait_until(lambda: len(lab.assignment("consumer-0")) == len(lab.assignment("consumer-1")) == 2)
+    await trio.sleep(20)  # the suspend time (15 s): a pull nobody sends again is answered by then
+    assert sorted(hold_service.held_by_owner().values()) == [2, 2], "each holds the pulls of its own queues"
+    assert len(c0.process_queue_table) == 2

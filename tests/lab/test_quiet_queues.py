@@ -3,7 +3,8 @@
 An idle queue's consumer gets an empty long-poll answer every 15 s and sends the same pull straight
 back; every 5 s it resends every offset, changed or not. On a simulated network without faults the
 lab skips those round trips (SuspendedPull.renew in lab/broker/held_replies.py,
-Consumer.persist_consumer_offset). With no link jitter (whose draws the skipped sends would have
+Consumer.persist_consumer_offset), and once renewed a pull coasts: renewed every period with no
+timer until something changes (SuspendedPull.coast). With no link jitter (whose draws the skipped sends would have
 made), a run with the skipping and one without must hold the same records at the same times: only the order of records of one same
 instant may differ (and request numbers). All 18 small bundled scenarios passed this when it was
 written; five run here.
@@ -17,6 +18,7 @@ import msgpack
 import pytest
 
 from chaos import network
+from lab.broker.held_replies import SuspendedPull
 from lab.broker.long_polling import PullRequestHoldService
 from lab.clients.consumer import Consumer
 from lab.control import scenarios
@@ -41,7 +43,7 @@ def _run(name: str, path) -> collections.Counter:
 @pytest.mark.parametrize("name", ["broker-crash", "master-down", "partition", "registrations-lost", "route-dialect"])
 def test_skipping_idle_round_trips_leaves_every_record_as_it_was(name, tmp_path, monkeypatch):
     skipped = collections.Counter()
-    renewed, vouched = PullRequestHoldService._renewed, Consumer._still_vouched
+    renewed, vouched, catch_up = PullRequestHoldService._renewed, Consumer._still_vouched, SuspendedPull.catch_up
 
     def counting_renewed(self, request):
         ok = renewed(self, request)
@@ -53,10 +55,17 @@ def test_skipping_idle_round_trips_leaves_every_record_as_it_was(name, tmp_path,
         skipped["offset rounds"] += ok
         return ok
 
+    def counting_catch_up(self, now):
+        before = self.renewed_at
+        catch_up(self, now)
+        skipped["coasting renewals"] += self.renewed_at != before
+
     monkeypatch.setattr(PullRequestHoldService, "_renewed", counting_renewed)
     monkeypatch.setattr(Consumer, "_still_vouched", counting_vouched)
+    monkeypatch.setattr(SuspendedPull, "catch_up", counting_catch_up)
     quiet = _run(name, tmp_path / "skipping.log")
     assert skipped["pull round trips"] > 10 and skipped["offset rounds"] > 5, skipped  # it did skip
+    assert skipped["coasting renewals"] > 10, skipped  # and pulls coasted, renewed with no timer
 
     monkeypatch.setattr(network._SimEnd, "renew_peer_call", lambda self, opaque: None)
     monkeypatch.setattr(network._SimEnd, "delivers_everything", lambda self: False)
