@@ -216,10 +216,12 @@ class Broker:
 
     async def register_broker_all(self, trigger: str, table: dict[str, TopicConfig] | None = None) -> None:
         """Register with every NameServer: the whole topic table, or `table` (an increment)."""
+        version = self.topic_config_manager.data_version  # every change to the table makes a new one
         result = await self.outer_api.register_broker_all(
             self.identity, table if table is not None else self.topic_config_manager.registered_table(self.broker_permission),
-            self.topic_config_manager.data_version, compressed=self.config.compressedRegister,
-            timeout=self.config.registerBrokerTimeoutMills, trigger=trigger)
+            version, compressed=self.config.compressedRegister,
+            timeout=self.config.registerBrokerTimeoutMills, trigger=trigger,
+            same_body=(version, self.broker_permission) if table is None else None)
         # A slave follows the master the first answering NameServer names; without one it keeps
         # trying the last it knew.
         if result is not None and result.master_addr and self.ha_client is not None:

@@ -63,7 +63,7 @@ def adapt(learner_cls: type, errors=None) -> type:
             self.learner = learner_cls(self.channels, list(namesrv_addrs))
 
         async def register_broker_all(self, broker, topic_config_table, data_version, *, compressed, timeout,
-                                      trigger):
+                                      trigger, same_body=None):  # the learner's encodes every time
             self.channels.trigger = trigger
             result = await self.learner.register_broker_all(broker, topic_config_table, data_version,
                                                             compressed=compressed, timeout=timeout)

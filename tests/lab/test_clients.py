@@ -19,6 +19,7 @@ from lab.clients.producer import Producer
 from lab.config import LabConfig
 from lab.remoting.channels import Node
 from lab.broker.store import MessageStore
+from nameserver.protocol import RequestCode, ResponseCode
 from nameserver.server import NameServer
 
 TOPIC = "TopicTest"  # the topic conftest's brokers serve, 4 queues each
@@ -322,3 +323,19 @@ async def test_a_queue_taken_away_is_held_for_its_old_owner_no_longer(lab, autoj
     await trio.sleep(20)  # the suspend time (15 s): a pull nobody sends again is answered by then
     assert sorted(hold_service.held_by_owner().values()) == [2, 2], "each holds the pulls of its own queues"
     assert len(c0.process_queue_table) == 2
+
+
+async def test_a_consumer_joining_a_running_instance_is_in_its_next_heartbeat(lab, autojump_clock):
+    # Producers and consumers of one process share an MQClientInstance, and its heartbeats.
+    _, brokers = await lab.start_cluster()
+    node = lab.node("app-0", consumeFromWhere="CONSUME_FROM_FIRST_OFFSET")
+    instance = lab.instance(node)
+    producer = Producer(node, instance, [TOPIC])
+    await producer.start()
+    await trio.sleep(35)  # a heartbeat round with the producer alone
+    consumer = Consumer(node, instance, [TOPIC])
+    await consumer.start()
+    reply = await lab.sim.call(brokers["broker-a"].address, RequestCode.GET_CONSUMER_LIST_BY_GROUP,
+                               {"consumerGroup": consumer.consumer_group})
+    assert reply.code == ResponseCode.SUCCESS
+    assert json.loads(reply.body)["consumerIdList"] == [instance.client_id]
