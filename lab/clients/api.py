@@ -88,8 +88,22 @@ def _body(response: RemotingCommand) -> object:
     return bodies.load(response.body or b"", response.serialize_type)
 
 
-def _consumer_id_list(response: RemotingCommand) -> list[str]:
-    return [str(c) for c in _body(response)["consumerIdList"]]
+# The last consumer id lists decoded, per (body, serialize type): every member asks a broker for
+# its group once per topic every 20 s, and a broker keeps its answer's bytes while the group stays
+# as it is. Shared, so a tuple; bounded.
+_decoded_id_lists: dict[tuple[bytes, int], tuple[str, ...]] = {}
+DECODED_ID_LISTS_MAX = 1_000
+
+
+def _consumer_id_list(response: RemotingCommand) -> tuple[str, ...]:
+    key = (response.body or b"", response.serialize_type)
+    ids = _decoded_id_lists.get(key)
+    if ids is None:
+        ids = tuple(str(c) for c in _body(response)["consumerIdList"])
+        if len(_decoded_id_lists) >= DECODED_ID_LISTS_MAX:
+            _decoded_id_lists.clear()
+        _decoded_id_lists[key] = ids
+    return ids
 
 
 # The last route body decoded per (topic, serialize type), and its TopicRouteData. Every client
@@ -259,7 +273,7 @@ class MQClientAPI:
         self._call_async(addr, RequestCode.PULL_MESSAGE, fields, timeout, _pull_result, on_result,
                          ok=PULL_CODES, renew=renew)
 
-    async def get_consumer_id_list_by_group(self, addr: str, consumer_group: str, timeout: float) -> list[str]:
+    async def get_consumer_id_list_by_group(self, addr: str, consumer_group: str, timeout: float) -> tuple[str, ...]:
         return await self._call(addr, RequestCode.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": consumer_group},
                                 timeout, _consumer_id_list)
 

@@ -103,6 +103,10 @@ class ProcessQueueTable(dict):
     def of_topic(self, topic: str) -> list[MessageQueue]:
         return list(self._by_topic.get(topic, ()))
 
+    def assigned(self, topic: str):
+        """The topic's queues, as a set-like view (no copy)."""
+        return self._by_topic.get(topic, {}).keys()
+
     def __setitem__(self, mq: MessageQueue, pq: ProcessQueue) -> None:
         super().__setitem__(mq, pq)
         self._by_topic.setdefault(mq.topic, {})[mq] = None
@@ -261,7 +265,7 @@ class Consumer:
             topic = topics[round_.at]
             if mq_set and cid_all:
                 allocated = allocate_averagely(self.instance.client_id, mq_set, cid_all)
-                if set(allocated) != set(self.process_queue_table.of_topic(topic)):
+                if set(allocated) != self.process_queue_table.assigned(topic):
                     round_.stop((mq_set, addr, cid_all))  # the task moves queues: persists, queries
                     return
             round_.at += 1
