@@ -119,7 +119,7 @@ class PullRequestHoldService:
         for request in self._by_owner.pop(owner, {}):
             request.done = True  # its check in the heap is skipped when it comes due
             if self._coasting.pop(request, False) is None:
-                request.catch_up(now)  # the renewals it had: counted
+                self._settle(request, now, restore=False)  # the renewals it had: counted
             self._release(request)
 
     def notify_message_arriving(self, key: Hashable) -> None:
@@ -185,10 +185,20 @@ class PullRequestHoldService:
         if self._coasting.pop(request, False) is not None:
             return
         now = self._now()
-        request.catch_up(now)
-        request.restore()
+        self._settle(request, now)
         if self._call_at is not None:
             self._schedule_check(request, now)
+
+    def _settle(self, request: HeldRequest, now: float, *, restore: bool = True) -> None:
+        """A request stops coasting: its renewals due by now made, its caller's timeout back.
+        What that raises is the service's error, not the caller's (a consumer's rebalance, a
+        chaos action's link change)."""
+        try:
+            request.catch_up(now)
+            if restore:
+                request.restore()
+        except Exception as e:
+            self._on_error(e)
 
     def _stop_coasting(self) -> None:
         """A link changed somewhere: a renewal might now go otherwise, so none coasts."""
@@ -199,7 +209,7 @@ class PullRequestHoldService:
         """Make every coasting request's renewals due by now (what they count, counted)."""
         now = self._now()
         for request in self._coasting:
-            request.catch_up(now)
+            self._settle(request, now, restore=False)
 
     def _arm(self) -> None:
         while self._checks and self._checks[0][2].done:
@@ -217,8 +227,7 @@ class PullRequestHoldService:
     def _answer(self, request: HeldRequest) -> None:
         request.done = True  # its check in the heap, if any, is dropped when it comes due
         if self._coasting.pop(request, False) is None:
-            request.catch_up(self._now())
-            request.restore()
+            self._settle(request, self._now())
         requests = self._by_owner.get(request.owner)
         if requests is not None:
             requests.pop(request, None)
