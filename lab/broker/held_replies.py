@@ -106,16 +106,21 @@ class SuspendedPull(HeldReply):
         if round_trip is None:
             return None
         broker = self.broker
-        now = broker.node.now()
-        broker.stats.on_pull(now, False)
         if self.commit is None:
             req = self.req
             self.commit = ((req.require("consumerGroup"), req.require_int("commitOffset"))
                            if req.int_field("sysFlag", 0) & FLAG_COMMIT_OFFSET and not broker.is_slave else ())
         if self.commit:
             broker.store.commit_offset(self.commit[0], self.topic, self.queue_id, self.commit[1])
-        self.round_trip, self.renewed_at = round_trip, now
-        return now + round_trip + self.timeout
+        self.round_trip = round_trip
+        return self._renewal_at(broker.node.now())
+
+    def _renewal_at(self, at: float) -> float:
+        """A renewal at `at` (now, or a coasting one's due time): the pull counted, as the pull
+        sent again would have been; the next deadline, a round trip and a suspend time on."""
+        self.broker.stats.on_pull(at, False)
+        self.renewed_at = at
+        return at + self.round_trip + self.timeout
 
     def coast(self, stop_coasting: Callable[[], None]) -> bool:
         """Renewed every period from now on with no work, while nothing changes (see
@@ -137,13 +142,9 @@ class SuspendedPull(HeldReply):
         self.broker.hold_service.uncoast(self)
 
     def catch_up(self, now: float) -> None:
-        """Each renewal due by now, as renew() makes it: the pull counted at its time, the next
-        deadline a round trip and a suspend time on (the same arithmetic, so the same floats)."""
-        stats = self.broker.stats
+        """Each renewal due by now, as renew() makes it (the same arithmetic, so the same floats)."""
         while self.deadline <= now:
-            stats.on_pull(self.deadline, False)
-            self.renewed_at = self.deadline
-            self.deadline = self.deadline + self.round_trip + self.timeout
+            self.deadline = self._renewal_at(self.deadline)
 
     def restore(self) -> None:
         restore, self.restore_call = self.restore_call, None

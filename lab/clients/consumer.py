@@ -277,8 +277,10 @@ class Consumer:
     async def update_process_queue_table(self, topic: str, allocated: list[MessageQueue]) -> bool:
         changed = False
         keep = set(allocated)
-        for mq in [mq for mq in self.process_queue_table.of_topic(topic) if mq not in keep]:
-            self.instance.channels.wake_coasting()  # its held pull is not sent again
+        taken_away = [mq for mq in self.process_queue_table.of_topic(topic) if mq not in keep]
+        if taken_away:
+            self.instance.channels.wake_coasting()  # their held pulls are not sent again
+        for mq in taken_away:
             self.process_queue_table.pop(mq).drop()
             await self.persist(mq)  # so the next owner starts where this one stopped
             self.offset_store.remove_offset(mq)

@@ -65,10 +65,10 @@ class EventFeed:
         self._lock = threading.Lock()
         self._chunks: list[_Spilled | bytes] = []  # the history: full pieces, in the file...
         self._current = bytearray()  # ...and the one being filled
-        # Closed when the feed is collected (a sender thread may still be reading it). None once
-        # it failed: new pieces stay in memory.
+        # Closed when the feed is collected (a sender thread may still be reading it). Once a
+        # write to it failed, new pieces stay in memory (_spilling False); those in it are read on.
         self._history = tempfile.TemporaryFile(prefix="nslab-feed-")
-        self._history_file = self._history  # what spilled pieces are read from
+        self._spilling = True
         self._history_size = 0
         self._viewers: list[_Viewer] = []
         self._threads: list[threading.Thread] = []
@@ -99,14 +99,14 @@ class EventFeed:
     def _spill(self, piece: bytes) -> _Spilled | bytes:
         """A full piece of the history, written to the file; kept in memory if the file cannot
         take it (a full disk must not stop the lab), said once in `errors`."""
-        if self._history is not None:
+        if self._spilling:
             try:
                 size = os.pwrite(self._history.fileno(), piece, self._history_size)
                 if size != len(piece):
                     raise OSError(f"took {size} of {len(piece)} bytes")
             except OSError as e:
                 self.errors.append(f"history file: {e}; the history is kept in memory from here on")
-                self._history = None
+                self._spilling = False
             else:
                 spilled = _Spilled(self._history_size, size)
                 self._history_size += size
@@ -219,7 +219,7 @@ class EventFeed:
     def _read(self, piece: _Spilled | bytes) -> bytes:
         if type(piece) is not _Spilled:
             return piece
-        data = os.pread(self._history_file.fileno(), piece.size, piece.offset)
+        data = os.pread(self._history.fileno(), piece.size, piece.offset)
         if len(data) != piece.size:
             raise OSError(f"the event feed's history file gave {len(data)} of {piece.size} bytes at {piece.offset}")
         return data
