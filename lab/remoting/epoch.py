@@ -15,6 +15,7 @@ The event log's `t` stays seconds since the run started; only wire fields use th
 
 from __future__ import annotations
 
+import math
 import time
 
 from chaos.network import Network, SimNetwork
@@ -28,7 +29,10 @@ def epoch_base_ms(network: Network, clock_now: float) -> int:
     """What to add to clock milliseconds to get epoch milliseconds on this node."""
     if isinstance(network, SimNetwork):
         return SIM_EPOCH_MS
-    return round(time.time() * 1000) - int(clock_now * 1000)
+    # Rounded up, and a millisecond more for epoch_ms truncating the clock: a timestamp made
+    # here is never behind the wall clock, so a broker never stores a message before a client on
+    # the same machine (System.currentTimeMillis) says it was born.
+    return math.ceil(time.time() * 1000 - clock_now * 1000) + 1
 
 
 def epoch_ms(base_ms: int, clock_now: float) -> int:

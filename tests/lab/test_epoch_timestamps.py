@@ -20,6 +20,22 @@ from lab.run.runner import RunOptions, run
 TOPIC = "TopicTest"
 
 
+def test_over_sockets_a_node_s_timestamps_are_never_behind_the_wall_clock(monkeypatch):
+    # A C++ client stamps bornTimestamp with System.currentTimeMillis; the broker's store time,
+    # made later on the same machine, must not come out a millisecond earlier (mqadmin shows both).
+    from chaos.network import TcpNetwork
+    rng = random.Random(7)
+    network = object.__new__(TcpNetwork)  # only its type matters
+    for _ in range(2000):
+        wall_at_zero = 1_795_000_000 + rng.random()  # the wall clock when the run's clock read 0
+        made, later = rng.uniform(0, 5), rng.uniform(0, 600)
+        monkeypatch.setattr(time, "time", lambda: wall_at_zero + made)
+        base = epoch_base_ms(network, made)
+        now = made + later
+        born = int((wall_at_zero + now) * 1000)  # currentTimeMillis at the same instant
+        assert born <= epoch_ms(base, now) <= born + 3
+
+
 def test_epoch_ms_adds_the_node_s_base_to_the_clock():
     assert epoch_ms(SIM_EPOCH_MS, 1.1149) == SIM_EPOCH_MS + 1114
     assert epoch_ms(SIM_EPOCH_MS, 0) == 1_700_000_000_000  # 2023-11-14T22:13:20Z
