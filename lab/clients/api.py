@@ -137,6 +137,14 @@ def _offset(response: RemotingCommand) -> int:
     return response.require_int("offset")
 
 
+def _offset_query(group: str, mq: MessageQueue) -> dict:
+    return {"consumerGroup": group, "topic": mq.topic, "queueId": mq.queue_id, "bname": mq.broker_name}
+
+
+def _max_offset_query(mq: MessageQueue) -> dict:
+    return {"topic": mq.topic, "queueId": mq.queue_id, "bname": mq.broker_name}
+
+
 class MQClientAPI:
     def __init__(self, node: Node, channels: ChannelTable, namesrv: NamesrvSelector):
         self.node = node
@@ -284,13 +292,20 @@ class MQClientAPI:
 
     async def query_consumer_offset(self, addr: str, group: str, mq: MessageQueue, timeout: float) -> int:
         """MQBrokerError (22 QUERY_NOT_FOUND, say) when the broker has no offset for it."""
-        return await self._call(addr, RequestCode.QUERY_CONSUMER_OFFSET, {
-            "consumerGroup": group, "topic": mq.topic, "queueId": mq.queue_id, "bname": mq.broker_name},
-            timeout, _offset)
+        return await self._call(addr, RequestCode.QUERY_CONSUMER_OFFSET, _offset_query(group, mq), timeout, _offset)
+
+    def query_consumer_offset_async(self, addr: str, group: str, mq: MessageQueue, timeout: float,
+                                    on_result) -> None:
+        """On the open channel to `addr`: `on_result` gets the offset, or what query_consumer_offset raises."""
+        self._call_async(addr, RequestCode.QUERY_CONSUMER_OFFSET, _offset_query(group, mq), timeout, _offset,
+                         on_result)
 
     async def get_max_offset(self, addr: str, mq: MessageQueue, timeout: float) -> int:
-        return await self._call(addr, RequestCode.GET_MAX_OFFSET, {
-            "topic": mq.topic, "queueId": mq.queue_id, "bname": mq.broker_name}, timeout, _offset)
+        return await self._call(addr, RequestCode.GET_MAX_OFFSET, _max_offset_query(mq), timeout, _offset)
+
+    def get_max_offset_async(self, addr: str, mq: MessageQueue, timeout: float, on_result) -> None:
+        """On the open channel to `addr`: `on_result` gets the offset, or what get_max_offset raises."""
+        self._call_async(addr, RequestCode.GET_MAX_OFFSET, _max_offset_query(mq), timeout, _offset, on_result)
 
     async def update_consumer_offset_oneway(self, addr: str, group: str, mq: MessageQueue, offset: int) -> None:
         await self.invoke_oneway(addr, RequestCode.UPDATE_CONSUMER_OFFSET, {

@@ -275,6 +275,10 @@ class Consumer:
         return round_.at, stopped_at
 
     async def update_process_queue_table(self, topic: str, allocated: list[MessageQueue]) -> bool:
+        """Queues taken away are dropped and their offsets persisted; new ones get an offset (one
+        query after another, as RocketMQ's) and their first pull. The new ones go by reply
+        callbacks while no wait is needed (_add_by_callbacks): 80,000 queues assigned when a large
+        cluster starts wake no task each."""
         changed = False
         keep = set(allocated)
         taken_away = [mq for mq in self.process_queue_table.of_topic(topic) if mq not in keep]
@@ -285,17 +289,93 @@ class Consumer:
             await self.persist(mq)  # so the next owner starts where this one stopped
             self.offset_store.remove_offset(mq)
             changed = True
-        for mq in allocated:
-            if mq in self.process_queue_table:
-                continue
-            self.offset_store.remove_offset(mq)
-            next_offset = await self.compute_pull_from_where(mq)
-            if next_offset < 0:
-                continue  # no offset now: the next rebalance tries again
-            pq = self.process_queue_table[mq] = ProcessQueue(next_offset)
-            self._pull_task(mq, pq)
-            changed = True
+        fresh = [mq for mq in allocated if mq not in self.process_queue_table]
+        at = 0
+        while at < len(fresh):
+            at, added, stopped_at = await self._add_by_callbacks(fresh, at)
+            changed |= added
+            if at < len(fresh):
+                mq = fresh[at]
+                if stopped_at == "max_offset":  # its broker has no offset for the group
+                    next_offset = await self._offset_when_none(mq)
+                else:
+                    self.offset_store.remove_offset(mq)
+                    next_offset = await self.compute_pull_from_where(mq)
+                changed |= self._add_queue(mq, next_offset)
+                at += 1
         return changed
+
+    def _add_queue(self, mq: MessageQueue, next_offset: int) -> bool:
+        """Into processQueueTable with its first pull out; not without an offset (the next
+        rebalance tries again)."""
+        if next_offset < 0:
+            return False
+        pq = self.process_queue_table[mq] = ProcessQueue(next_offset)
+        trouble = self._pull(mq, pq)
+        if trouble is not SENT:
+            self._pull_task(mq, pq, trouble)
+        return True
+
+    async def _add_by_callbacks(self, fresh: list[MessageQueue], at: int) -> tuple[int, bool, object]:
+        """Add fresh[at:] from reply callbacks while their brokers' channels are open and cached;
+        (where it stopped, whether any was added, "max_offset" when that queue's offset query is
+        answered and its max offset must be asked by the task)."""
+        round_ = CallbackRound(at)
+        added = False
+        api, group = self.instance.api, self.consumer_group
+
+        def add_next() -> None:
+            if round_.at >= len(fresh):
+                round_.stop()
+                return
+            mq = fresh[round_.at]
+            self.offset_store.remove_offset(mq)
+            found = self.instance.route_cache.find_broker_address_in_subscribe(mq.broker_name, MASTER_ID, True)
+            if found is None:
+                round_.stop()  # the task refreshes the route
+                return
+            try:
+                api.query_consumer_offset_async(found.broker_addr, group, mq, OFFSET_RPC_TIMEOUT,
+                                                functools.partial(on_offset, mq))
+            except RemotingError:  # no open channel: the task connects
+                round_.stop()
+
+        def on_offset(mq: MessageQueue, result: int | Exception) -> None:
+            if round_.given_up:
+                return
+            if isinstance(result, int):
+                added_with(mq, result)
+            elif not isinstance(result, MQBrokerError):
+                log.info("%s: offset of %s unknown: %s", self.instance.client_id, mq, result)
+                added_with(mq, -1)
+            elif self.config.consumeFromWhere == "CONSUME_FROM_FIRST_OFFSET":
+                added_with(mq, 0)
+            else:
+                addr = self.instance.route_cache.find_broker_address_in_publish(mq.broker_name)
+                if addr is None:
+                    added_with(mq, -1)
+                    return
+                try:
+                    api.get_max_offset_async(addr, mq, MAX_OFFSET_TIMEOUT, functools.partial(on_max_offset, mq))
+                except RemotingError:  # no open channel: the task connects
+                    round_.stop("max_offset")
+
+        def on_max_offset(mq: MessageQueue, result: int | Exception) -> None:
+            if round_.given_up:
+                return
+            if not isinstance(result, int):
+                log.info("%s: max offset of %s unknown: %s", self.instance.client_id, mq, result)
+                result = -1
+            added_with(mq, result)
+
+        def added_with(mq: MessageQueue, next_offset: int) -> None:
+            nonlocal added
+            added |= self._add_queue(mq, next_offset)
+            round_.at += 1
+            add_next()
+
+        stopped_at = await round_.run(add_next)
+        return round_.at, added, stopped_at
 
     # --- offsets --------------------------------------------------------------------------------------
 
@@ -311,10 +391,9 @@ class Consumer:
     async def compute_pull_from_where(self, mq: MessageQueue) -> int:
         """The broker's stored offset; with none (the broker says so), consumeFromWhere decides:
         the queue's max offset or 0. -1 when the brokers cannot be asked."""
-        api = self.instance.api
         try:
-            return await api.query_consumer_offset(await self._offset_broker(mq), self.consumer_group,
-                                                   mq, OFFSET_RPC_TIMEOUT)
+            return await self.instance.api.query_consumer_offset(await self._offset_broker(mq), self.consumer_group,
+                                                                 mq, OFFSET_RPC_TIMEOUT)
         except MQBrokerError:
             pass  # no offset stored for this group and queue
         except (RemotingError, MQClientError) as e:
@@ -322,11 +401,15 @@ class Consumer:
             return -1
         if self.config.consumeFromWhere == "CONSUME_FROM_FIRST_OFFSET":
             return 0
+        return await self._offset_when_none(mq)
+
+    async def _offset_when_none(self, mq: MessageQueue) -> int:
+        """CONSUME_FROM_LAST_OFFSET with no stored offset: the queue's max offset, -1 unknown."""
         addr = self.instance.route_cache.find_broker_address_in_publish(mq.broker_name)
         if addr is None:
             return -1
         try:
-            return await api.get_max_offset(addr, mq, MAX_OFFSET_TIMEOUT)
+            return await self.instance.api.get_max_offset(addr, mq, MAX_OFFSET_TIMEOUT)
         except (RemotingError, MQClientError, MQBrokerError) as e:
             log.info("%s: max offset of %s unknown: %s", self.instance.client_id, mq, e)
             return -1

@@ -11,6 +11,7 @@ import pytest
 import trio
 
 from chaos.links import Toxic
+from chaos.requests import RequestFault
 from lab.broker import admin
 from lab.clients.consumer import Consumer
 from lab.clients.errors import MQClientError
@@ -339,3 +340,29 @@ async def test_a_consumer_joining_a_running_instance_is_in_its_next_heartbeat(la
                                {"consumerGroup": consumer.consumer_group})
     assert reply.code == ResponseCode.SUCCESS
     assert json.loads(reply.body)["consumerIdList"] == [instance.client_id]
+
+
+async def test_a_queue_whose_offset_query_went_unanswered_comes_with_a_later_rebalance(lab, autojump_clock):
+    await lab.start_cluster()
+    producer = await lab.producer()
+    old = await send_all(producer, 8)
+    assert len(old) == 8
+    # The first QUERY_CONSUMER_OFFSET is lost: that queue has no offset to start from this round.
+    lab.sim.network.add_request_fault("consumer-0", "*",
+                                      RequestFault("drop", RequestCode.QUERY_CONSUMER_OFFSET, count=1))
+    node = lab.node("consumer-0")  # CONSUME_FROM_LAST_OFFSET, the default
+    consumer = Consumer(node, lab.instance(node), [TOPIC])
+    await consumer.start()
+    await lab.wait_until(lambda: len(lab.assignment("consumer-0")) == 4)
+    assert lab.events("consumer.rebalance")[0]["t"] >= 5, "the rebalance waited out the 5 s offset-query timeout"
+    pulled = {str(mq) for mq in consumer.process_queue_table}
+    assert len(pulled) == 3, "the queue without an offset is not pulled"
+    await lab.wait_until(lambda: len(consumer.process_queue_table) == 4, timeout=30)  # the next rebalance
+
+    # A group's first consumer of a queue whose log starts at 0 begins there (the broker answers 0),
+    # whatever consumeFromWhere says: the old messages too, each once.
+    new = await send_all(producer, 8)
+    await lab.wait_until(lambda: old | new <= lab.consumed(node="consumer-0"), timeout=30)
+    await trio.sleep(1)
+    consumed = [e["msg_id"] for e in lab.events("consumer.consume", node="consumer-0")]
+    assert sorted(consumed) == sorted(old | new)
