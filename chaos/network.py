@@ -169,6 +169,8 @@ class _SimEnd(trio.abc.Stream):
     call_renewer: Callable[[int, float], bool] | None = None
     # (opaque, the holder's call) -> restore or None: the reader's side of coast_peer_call
     call_coaster: Callable[[int, object], Callable[[int, float], None] | None] | None = None
+    # Set by a NameServer reading this end: what its route answers would be (coast_queries)
+    query_coaster: object | None = None
 
     def __init__(self, net: SimNetwork, local: str, remote: str):
         self.net, self.local, self.remote = net, local, remote
@@ -185,6 +187,7 @@ class _SimEnd(trio.abc.Stream):
         self._broken = False
         self._closed = False
         self._reply_faults: dict = {}  # shared by both ends: see Network._judged
+        self.batch = None  # queries coasting on this connection (coast_queries), on both ends
 
     # --- objects ------------------------------------------------------------------------------
 
@@ -233,6 +236,51 @@ class _SimEnd(trio.abc.Stream):
             self.net._coasting[stop_coasting] = None
         return restore
 
+    def coast_queries(self, batch) -> object | None:
+        """A run of calls, each sent from the reply of the one before (a route poll round), may
+        be simulated in aggregate by `batch` when nothing could make one go otherwise: both ends
+        open with nothing in flight, no fault on any link, no loss, no request fault ever set.
+        The batch owns the connection's traffic until it ends or `batch.interrupt()` is called —
+        by the next link change, a close or reset of either end, or anything else sent on it —
+        and then puts what was in flight back on the wire (send_planned). The peer's
+        `query_coaster`, or None when the batch may not start."""
+        peer = self.peer
+        links = self.net.links
+        if (peer is None or peer.query_coaster is None or self.batch is not None or self._broken or self._closed
+                or peer._broken or peer._closed or self._in_flight or peer._in_flight or links.requests.ever
+                or links.base_loss or not links.faultless()):
+            return None
+        self.batch = peer.batch = batch
+        self.net._coasting[batch.interrupt] = None
+        return peer.query_coaster
+
+    def end_coasting(self, delivered_here: float, delivered_there: float) -> None:
+        """The batch lets go; the last of its payloads was due here at `delivered_here`, at the
+        peer at `delivered_there` (-inf: none), which later ones may not overtake."""
+        if self.batch is not None:
+            self.net._coasting.pop(self.batch.interrupt, None)
+        self.batch = None
+        self._last_delivery = max(self._last_delivery, delivered_here)
+        if self.peer is not None:
+            self.peer.batch = None
+            self.peer._last_delivery = max(self.peer._last_delivery, delivered_there)
+
+    def base_delay(self) -> float:
+        """A payload's delay on a faultless link, jitter aside (as renew_peer_call takes it)."""
+        latency = self.net.links.base_latency
+        return latency if latency > 0.0 else 0.0
+
+    def send_planned(self, payload: object, sent_at: float, due: float) -> None:
+        """`payload`, sent from this end at `sent_at` (past) on a faultless link and due at the
+        peer at `due`, as it was planned then: what a coasting batch had in flight."""
+        peer = self.peer
+        if peer is None or peer._broken or peer._closed:
+            return
+        peer._in_flight.append((sent_at, payload, 0))
+        if len(peer._in_flight) == 1:
+            peer._last_delivery = due
+            self.net.call_at(due, peer._arrive)
+
     def delivers_everything(self) -> bool:
         """Whether what is sent on this end reaches the peer, in order, unless the connection ends
         first, as TCP promises: until a request fault (which drops or rewrites single commands)
@@ -242,6 +290,8 @@ class _SimEnd(trio.abc.Stream):
     def send_object(self, payload: object, size: Size) -> None:
         """Queue `payload` to the peer; `size` (bytes, or a function giving them, asked only when
         a bandwidth toxic needs it) stands for what it would take on the wire."""
+        if self.batch is not None:
+            self.batch.interrupt()  # what it has in flight goes first
         if self._closed:
             raise trio.ClosedResourceError("connection closed")
         peer = self.peer
@@ -394,6 +444,8 @@ class _SimEnd(trio.abc.Stream):
 
     def reset(self) -> None:
         """Tear down both ends, as an RST would."""
+        if self.batch is not None:
+            self.batch.interrupt()
         for end in (self, self.peer):
             if end is not None and not end._broken:
                 end._broken = True
@@ -403,6 +455,8 @@ class _SimEnd(trio.abc.Stream):
                 end._signal_end()
 
     async def aclose(self) -> None:
+        if self.batch is not None:
+            self.batch.interrupt()
         if not self._closed:
             self._closed = True
             self._in_flight.clear()

@@ -151,11 +151,22 @@ class RemotingClient:
             self._pending.pop(request.opaque, None)
             raise RemotingError(f"request {request.code} cannot be encoded: {e}") from e
 
-    def _register(self, request: RemotingCommand, timeout: float, callback: ReplyCallback | None = None) -> ResponseFuture:
-        """Number the request and wait for its reply, due `timeout` from now."""
+    def adopt_async(self, request: RemotingCommand, timeout: float, callback: ReplyCallback, sent_at: float) -> None:
+        """invoke_async's bookkeeping alone, for a call sent at `sent_at` by a coasting batch
+        (_SimEnd.coast_queries), which puts it back on the wire itself: numbered, its timeout
+        counted from then. On a closed connection the callback gets the error at once."""
+        if self.closed_reason is not None:
+            callback(RemotingError(f"connection closed: {self.closed_reason}"))
+            return
+        self._register(request, timeout, callback, sent_at)
+
+    def _register(self, request: RemotingCommand, timeout: float, callback: ReplyCallback | None = None,
+                  sent_at: float | None = None) -> ResponseFuture:
+        """Number the request and wait for its reply, due `timeout` from now (or from `sent_at`)."""
         request.opaque = self._next_opaque()
         future = self._pending[request.opaque] = ResponseFuture(
-            request.code, timeout, self._now() + timeout, callback, self._on_callback_error)
+            request.code, timeout, (self._now() if sent_at is None else sent_at) + timeout, callback,
+            self._on_callback_error)
         if len(self._deadlines) > 2 * len(self._pending) + 64:  # mostly answered calls: start again
             self._deadlines = [(f.deadline, opaque) for opaque, f in self._pending.items() if f.deadline != math.inf]
             heapq.heapify(self._deadlines)

@@ -225,10 +225,35 @@ class DefaultRequestProcessor:
                                         "unchanged": self._route_unchanged})
             self._route_queries = self._route_not_found = self._route_unchanged = 0
 
+    def route_generation(self) -> tuple:
+        """Changes whenever a route answer may: the routes, the KV config, orderMessageEnable
+        (which UPDATE_NAMESRV_CONFIG can switch)."""
+        return self.routes.generation, self.kv.generation, self.config.orderMessageEnable
+
+    def unchanged_route_answers(self, sample: RemotingCommand, topics: list[str]) -> list[bytes] | None:
+        """The bodies GET_ROUTEINFO_BY_TOPIC asked as `sample` asks would get for `topics`, when
+        each is a route found and the same as the topic's answer before (to anyone): queries that
+        _count_route_query would only count. None when one is not."""
+        standard = sample.version >= V4_9_4 or sample.bool_field("acceptStandardJsonOnly")
+        serialize_type, last_answer = sample.serialize_type, self._last_answer
+        answers = []
+        for topic in topics:
+            key = (topic, serialize_type, standard)
+            body = self._route_body(key)
+            last = last_answer.get(key)
+            if body is None or not (last is body or last == body):
+                return None
+            answers.append(body)
+        return answers
+
+    def count_unchanged_route_queries(self, n: int) -> None:
+        """n route queries answered as unchanged_route_answers said, by a coasting route poll."""
+        self._route_queries += n
+        self._route_unchanged += n
+
     def _route_body(self, key: tuple) -> bytes | None:
         """key: (topic, serialize type, standard JSON only)."""
-        # orderMessageEnable can be switched by UPDATE_NAMESRV_CONFIG and changes the body too.
-        generation = (self.routes.generation, self.kv.generation, self.config.orderMessageEnable)
+        generation = self.route_generation()
         if generation != self._route_cache_key:
             self._route_cache.clear()
             self._route_cache_key = generation

@@ -14,7 +14,7 @@ from .config import NamesrvConfig
 from .processor import DefaultRequestProcessor, Listener
 from .schedule import Schedule
 from .connection import Connection, remote_address
-from .protocol import FRAME_MAX_LENGTH
+from .protocol import FRAME_MAX_LENGTH, RemotingCommand
 from .tcp import RawSocketListener
 
 log = logging.getLogger("nameserver.server")
@@ -42,6 +42,33 @@ class Channel:
         return f"<Channel {self.remote_addr}>"
 
 
+class RouteQueryCoaster:
+    """A simulated connection's NameServer side of a coasting route poll (_SimEnd.coast_queries):
+    the answers it would give, and the queries the batch answered in its stead, counted as
+    _count_route_query counts them and stamped on the channel as reads."""
+
+    __slots__ = ("server", "channel")
+
+    def __init__(self, server: NameServer, channel: Channel):
+        self.server, self.channel = server, channel
+
+    def answers(self, sample: RemotingCommand, topics: list[str]) -> list[bytes] | None:
+        return self.server.processor.unchanged_route_answers(sample, topics)
+
+    def start(self, batch) -> None:
+        """From now until `stop`, the batch is told (`interrupt`) when the answers may change, and
+        asked to count what arrived (`count_arrivals`) before anyone looks."""
+        self.server._coasting[batch] = self.server.processor.route_generation()
+
+    def stop(self, batch) -> None:
+        self.server._coasting.pop(batch, None)
+
+    def count(self, queries: int, last_arrival: float) -> None:
+        self.server.processor.count_unchanged_route_queries(queries)
+        if last_arrival > self.channel.last_activity:
+            self.channel.last_activity = last_arrival
+
+
 class NameServer:
     def __init__(self, config: NamesrvConfig | None = None, *, listener: Listener | None = None,
                  schedule: Schedule | None = None):
@@ -51,6 +78,8 @@ class NameServer:
         # Insertion order (a dict, not a set): the idle close walks it, and a simulated run must
         # not depend on where objects happen to sit in memory.
         self.channels: dict[Channel, None] = {}
+        # Coasting route polls on simulated connections -> the route generation they began at
+        self._coasting: dict[object, tuple] = {}
 
     @property
     def routes(self):
@@ -83,9 +112,25 @@ class NameServer:
         await self.schedule.every(FIRST_SCAN_DELAY, self.config.scanNotActiveBrokerInterval, self._scan)
 
     async def _scan(self) -> None:
-        for channel in self.processor.scan_not_active_broker(trio.current_time()):
+        now = trio.current_time()
+        self._count_coasting(now)
+        for channel in self.processor.scan_not_active_broker(now):
             if isinstance(channel, Channel):
                 channel.close("broker channel expired")
+        self._check_coasting()
+
+    def _count_coasting(self, now: float) -> None:
+        """What coasting route polls had arrive by `now`, counted before anyone reads the counts."""
+        for batch in list(self._coasting):
+            batch.count_arrivals(now)
+
+    def _check_coasting(self) -> None:
+        """Route answers may differ from now on: coasting polls begun before go back on the wire."""
+        if self._coasting:
+            generation = self.processor.route_generation()
+            for batch, began in list(self._coasting.items()):
+                if began != generation:
+                    batch.interrupt()
 
     async def run_idle_close(self) -> None:
         """Close connections idle for serverChannelMaxIdleTimeSeconds: no request read for that
@@ -102,6 +147,7 @@ class NameServer:
             idle = self.config.serverChannelMaxIdleTimeSeconds
             now = trio.current_time()
             wake = now + (idle if idle > 0 else IDLE_CHECK_INTERVAL)
+            self._count_coasting(now)  # their reads stamp last_activity
             if idle > 0:
                 for channel in list(self.channels):
                     expiry = channel.last_activity + idle
@@ -116,9 +162,15 @@ class NameServer:
         self.channels[channel] = None
         connection = Connection(stream, FRAME_MAX_LENGTH)
 
+        if hasattr(stream, "query_coaster"):  # simulated: route polls over it may coast
+            stream.query_coaster = RouteQueryCoaster(self, channel)
+
         def handle(request):
             now = channel.last_activity = trio.current_time()
-            return self.processor.process_request(request, channel, now)
+            reply = self.processor.process_request(request, channel, now)
+            if self._coasting:
+                self._check_coasting()
+            return reply
 
         reason = "closed"
         try:
@@ -129,4 +181,5 @@ class NameServer:
         finally:
             self.channels.pop(channel, None)
             self.processor.on_channel_destroy(channel, channel.remote_addr, reason)
+            self._check_coasting()
             await connection.aclose()

@@ -128,6 +128,22 @@ def decode_route(topic: str, body: bytes, serialize_type: int) -> TopicRouteData
     return route
 
 
+def route_query(topic: str) -> RemotingCommand:
+    """GET_ROUTEINFO_BY_TOPIC as the lab's clients ask it."""
+    return request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic})
+
+
+def _route_reply(topic: str, on_result) -> _AsyncReply:
+    """Where a route query's reply goes; errors name the NameServer as _call's do."""
+    return _AsyncReply(RequestCode.GET_ROUTEINFO_BY_TOPIC, None, lambda r: decode_route(topic, r.body or b"", r.serialize_type),
+                       (ResponseCode.SUCCESS,), on_result)
+
+
+def last_decoded_route(topic: str, serialize_type: int) -> tuple[bytes, TopicRouteData] | None:
+    """(body, route): the route body decode_route last decoded for the topic, and its route."""
+    return _decoded_routes.get((topic, serialize_type))
+
+
 def _pull_result(response: RemotingCommand) -> PullResult:
     return PullResult(response.code, *response.require_ints(
         "nextBeginOffset", "minOffset", "maxOffset", "suggestWhichBrokerId"), response.body)
@@ -217,13 +233,12 @@ class MQClientAPI:
 
     def _call_async(self, addr: str, code: int, fields: dict, timeout: float, read, on_result, *,
                     body: bytes | None = None, ok: tuple[int, ...] = (ResponseCode.SUCCESS,),
-                    renew=None, to_namesrv: bool = False) -> None:
+                    renew=None) -> None:
         """_call as invokeAsync, on an open channel: `on_result` gets what _call would return, or
         the exception it would raise — in trio's loop, so it must not block. A failure to send at
-        all (no open channel) raises RemotingError here. `to_namesrv`: `addr` is the chosen
-        NameServer, and errors say so as _call's do."""
+        all (no open channel) raises RemotingError here."""
         self.channels.invoke_async(addr, request(code, fields, body), timeout,
-                                   _AsyncReply(code, None if to_namesrv else addr, read, ok, on_result), renew=renew)
+                                   _AsyncReply(code, addr, read, ok, on_result), renew=renew)
 
     async def invoke_oneway(self, addr: str, code: int, fields: dict) -> None:
         if not self.channels.is_connected(addr):
@@ -253,9 +268,16 @@ class MQClientAPI:
         lab's own (a client of another language)."""
         if self.node.config.client.routeParser != "fastjson" or not self.namesrv.is_sticky(self.channels.is_connected):
             return False
-        self._call_async(self.namesrv.chosen, RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic}, timeout,
-                         lambda r: decode_route(topic, r.body or b"", r.serialize_type), on_result, to_namesrv=True)
+        self.channels.invoke_async(self.namesrv.chosen, route_query(topic), timeout, _route_reply(topic, on_result))
         return True
+
+    def adopt_route_query(self, client, topic: str, timeout: float, on_result, sent_at: float) -> RemotingCommand:
+        """get_topic_route_info_async's call to the chosen NameServer over `client` (its open
+        channel), as sent at `sent_at` by a coasting route poll, which puts the request returned
+        (or its answer) on the wire itself."""
+        query = route_query(topic)
+        self.channels.adopt_async(self.namesrv.chosen, client, query, timeout, _route_reply(topic, on_result), sent_at)
+        return query
 
     # --- broker: producer -------------------------------------------------------------------------
 

@@ -33,6 +33,7 @@ from .api import MQClientAPI
 from .errors import MQBrokerError, MQClientError, NoRouteInfoError, code_name
 from .namesrv import NamesrvSelector, namesrv_source
 from .route_cache import FindBrokerResult, MessageQueue, RouteCache, RoutePoll, unremarkable_fetch
+from .route_coasting import coast_route_poll
 from .topaddr import fetch_namesrv_addr
 
 if TYPE_CHECKING:
@@ -199,11 +200,17 @@ class MQClientInstance:
         """Fetch topics[at:] each from the reply callback of the one before, while that needs no
         wait; (where it stopped, the remoting error that stopped it, if one did)."""
         round_ = CallbackRound(at)
+        may_coast = True  # once per call: after an interrupted coast the round goes fetch by fetch
 
         def fetch_next() -> None:
+            nonlocal may_coast
             if round_.at >= len(topics):
                 round_.stop(None)
                 return
+            if may_coast:
+                may_coast = False
+                if coast_route_poll(self, topics, poll, round_, on_result, fetch_next):
+                    return
             topic = topics[round_.at]
             self._fetching(topic, poll)
             try:

@@ -175,6 +175,12 @@ class ChannelTable:
             raise RemotingError(f"no open channel to {address}")
         client.invoke_async(request, timeout, _ChannelReply(self, address, client, callback), renew=renew)
 
+    def adopt_async(self, address: str, client: RemotingClient, request: RemotingCommand, timeout: float,
+                    callback: ReplyCallback, sent_at: float) -> None:
+        """invoke_async's bookkeeping for a call a coasting batch sent at `sent_at` over `client`
+        (RemotingClient.adopt_async)."""
+        client.adopt_async(request, timeout, _ChannelReply(self, address, client, callback), sent_at)
+
     async def invoke_oneway(self, address: str, request: RemotingCommand) -> None:
         client = self._open(address) or await self._get(address)
         try:

@@ -40,6 +40,7 @@ class CallbackRound:
     def __init__(self, at: int) -> None:
         self.at = at
         self.given_up = False
+        self.on_give_up: Callable[[], None] | None = None  # told once the round is given up
         self._stopped = Handover()
 
     def stop(self, why: object = None) -> None:
@@ -52,3 +53,5 @@ class CallbackRound:
             return await self._stopped.take()
         finally:
             self.given_up = True
+            if self.on_give_up is not None:
+                self.on_give_up()

@@ -1,26 +1,31 @@
-"""Idle queues cost nothing in a simulated run, and change nothing a user sees.
+"""Idle queues and quiet route polls cost nothing in a simulated run, and change nothing a user sees.
 
 An idle queue's consumer gets an empty long-poll answer every 15 s and sends the same pull straight
-back; every 5 s it resends every offset, changed or not. On a simulated network without faults the
+back; every 5 s it resends every offset, changed or not; every 30 s each client asks for every
+route it uses, and nearly always gets the one it holds. On a simulated network without faults the
 lab skips those round trips (SuspendedPull.renew in lab/broker/held_replies.py,
-Consumer.persist_consumer_offset), and once renewed a pull coasts: renewed every period with no
-timer until something changes (SuspendedPull.coast). With no link jitter (whose draws the skipped sends would have
-made), a run with the skipping and one without must hold the same records at the same times: only the order of records of one same
-instant may differ (and request numbers). All 18 small bundled scenarios passed this when it was
-written; five run here.
+Consumer.persist_consumer_offset, lab/clients/route_coasting.py), and once renewed a pull coasts:
+renewed every period with no timer until something changes (SuspendedPull.coast). With no link
+jitter (whose draws the skipped sends would have made), a run with the skipping and one without
+must hold the same records at the same times: only the order of records of one same instant may
+differ (and request numbers). All 18 small bundled scenarios passed this when it was written; five
+run here, and two where route polls coast long enough for chaos to end some midway.
 """
 
 from __future__ import annotations
 
+import bisect
 import collections
 
 import msgpack
 import pytest
+import trio
 
 from chaos import network
 from lab.broker.held_replies import SuspendedPull
 from lab.broker.long_polling import PullRequestHoldService
 from lab.clients.consumer import Consumer
+from lab.clients.route_coasting import CoastingRoutePoll
 from lab.control import scenarios
 from lab.run.runner import RunOptions
 
@@ -33,8 +38,8 @@ def _records(path) -> collections.Counter:
                                    for r in msgpack.Unpacker(f, raw=False))
 
 
-def _run(name: str, path) -> collections.Counter:
-    verdict = scenarios.run(scenarios.prepare(name, overrides=["network.jitter=0"]),
+def _run(name: str, path, *overrides: str) -> collections.Counter:
+    verdict = scenarios.run(scenarios.prepare(name, overrides=["network.jitter=0", *overrides]),
                             RunOptions(sim=True, events_path=path))
     assert verdict.valid, [r.to_dict() for r in verdict.results]
     return _records(path)
@@ -44,6 +49,7 @@ def _run(name: str, path) -> collections.Counter:
 def test_skipping_idle_round_trips_leaves_every_record_as_it_was(name, tmp_path, monkeypatch):
     skipped = collections.Counter()
     renewed, vouched, catch_up = PullRequestHoldService._renewed, Consumer._still_vouched, SuspendedPull.catch_up
+    finish = CoastingRoutePoll.finish
 
     def counting_renewed(self, request):
         ok = renewed(self, request)
@@ -55,6 +61,10 @@ def test_skipping_idle_round_trips_leaves_every_record_as_it_was(name, tmp_path,
         skipped["offset rounds"] += ok
         return ok
 
+    def counting_finish(self):
+        skipped["route fetches"] += not self.done and len(self.topics)
+        finish(self)
+
     def counting_catch_up(self, now):
         before = self.renewed_at
         catch_up(self, now)
@@ -63,11 +73,15 @@ def test_skipping_idle_round_trips_leaves_every_record_as_it_was(name, tmp_path,
     monkeypatch.setattr(PullRequestHoldService, "_renewed", counting_renewed)
     monkeypatch.setattr(Consumer, "_still_vouched", counting_vouched)
     monkeypatch.setattr(SuspendedPull, "catch_up", counting_catch_up)
+    monkeypatch.setattr(CoastingRoutePoll, "finish", counting_finish)
     quiet = _run(name, tmp_path / "skipping.log")
     assert skipped["pull round trips"] > 10 and skipped["offset rounds"] > 5, skipped  # it did skip
     assert skipped["coasting renewals"] > 10, skipped  # and pulls coasted, renewed with no timer
+    # and route polls coasted, but for clients that parse routes as another language's do
+    assert skipped["route fetches"] > 10 or name == "route-dialect", skipped
 
     monkeypatch.setattr(network._SimEnd, "renew_peer_call", lambda self, opaque: None)
+    monkeypatch.setattr(network._SimEnd, "coast_queries", lambda self, batch: None)
     monkeypatch.setattr(network._SimEnd, "delivers_everything", lambda self: False)
     every = _run(name, tmp_path / "every.log")
     only_skipping = [msgpack.unpackb(r) for r in (quiet - every).elements()][:5]
@@ -91,3 +105,37 @@ def test_once_a_request_fault_was_set_every_offset_is_resent(tmp_path, monkeypat
     _run("registrations-lost", tmp_path / "faulted.log")
     assert rounds[("before", True)] > 0 and rounds[("after a fault", False)] > 10, rounds
     assert rounds[("after a fault", True)] == 0, rounds
+
+
+@pytest.mark.parametrize("name, overrides", [
+    ("one-nameserver-down", ["cluster.topics=1500"]),
+    ("large-cluster-broker-crash", []),
+])
+def test_route_polls_coast_and_what_ends_a_coast_midway_leaves_every_record_as_it_was(
+        name, overrides, tmp_path, monkeypatch):
+    # 1,500 topics: a round takes 3 s, and a NameServer's death or a broker's crash lands in some.
+    # What was under way then goes back on the wire: a request on its way, or its answer.
+    ends = collections.Counter()
+    finish, interrupt = CoastingRoutePoll.finish, CoastingRoutePoll.interrupt
+
+    def counting_finish(self):
+        ends["finished"] += not self.done
+        finish(self)
+
+    def counting_interrupt(self):
+        if not self.done:
+            now = trio.current_time()
+            under_way = bisect.bisect_right(self.replies, now)
+            ends["request on its way" if self.arrivals[under_way] > now else "answer on its way"] += 1
+        interrupt(self)
+
+    monkeypatch.setattr(CoastingRoutePoll, "finish", counting_finish)
+    monkeypatch.setattr(CoastingRoutePoll, "interrupt", counting_interrupt)
+    coasting = _run(name, tmp_path / "coasting.log", *overrides)
+    assert ends["finished"] > 5 and ends["request on its way"] + ends["answer on its way"] > 0, ends
+
+    monkeypatch.setattr(network._SimEnd, "coast_queries", lambda self, batch: None)
+    every = _run(name, tmp_path / "every.log", *overrides)
+    only_coasting = [msgpack.unpackb(r) for r in (coasting - every).elements()][:5]
+    only_every = [msgpack.unpackb(r) for r in (every - coasting).elements()][:5]
+    assert not only_coasting and not only_every, (only_coasting, only_every)
