@@ -20,14 +20,14 @@ import logging
 import math
 import random
 from collections import deque
-from typing import Callable, Iterable
+from typing import Callable, Iterable, NamedTuple
 
 import trio
 
 from nameserver.protocol import RemotingCommand, SerializeType
 from nameserver.protocol.frames import FrameDecoder, encode
 
-from .clock import timer_source
+from .clock import Timers, timer_source
 from .links import Links, Size, Toxic
 from .requests import (PASS, Frame, FrameCutter, RequestFault, Verdict, code_name, is_reply, judge_reply,
                        rewrite_keys)
@@ -150,6 +150,11 @@ class Network:
 
 # --- simulated ----------------------------------------------------------------------------------
 
+class _Planned(NamedTuple):
+    """In a queue's size slot: the payload's due time, planned when it was sent (send_planned)."""
+    due: float
+
+
 class _SimEnd(trio.abc.Stream):
     """One end of an in-memory connection: what its peer sends to it, in order, as on TCP.
 
@@ -188,6 +193,8 @@ class _SimEnd(trio.abc.Stream):
         self._closed = False
         self._reply_faults: dict = {}  # shared by both ends: see Network._judged
         self.batch = None  # queries coasting on this connection (coast_queries), on both ends
+        self.watchers: dict[Callable[[], None], None] = {}  # told once when it closes (watch_peer)
+        self._head_timer: list | None = None  # the timer of the payload at the head, once planned
 
     # --- objects ------------------------------------------------------------------------------
 
@@ -254,6 +261,33 @@ class _SimEnd(trio.abc.Stream):
         self.net._coasting[batch.interrupt] = None
         return peer.query_coaster
 
+    def watch_peer(self, interrupt: Callable[[], None]) -> object | None:
+        """For calls simulated in aggregate beside the connection's other traffic (a coasting
+        rebalance round): the peer's `query_coaster`, while nothing could make a call go otherwise
+        — both ends open, no fault on any link, no loss, no request fault ever set — and then
+        `interrupt` is called once at the next link change or when either end closes or resets
+        (`unwatch` to stop that). None: the calls must really go."""
+        peer = self.peer
+        links = self.net.links
+        if (peer is None or peer.query_coaster is None or self._broken or self._closed or peer._broken
+                or peer._closed or links.requests.ever or links.base_loss or not links.faultless()):
+            return None
+        self.watchers[interrupt] = None
+        self.net._coasting[interrupt] = None
+        return peer.query_coaster
+
+    def unwatch(self, interrupt: Callable[[], None]) -> None:
+        self.watchers.pop(interrupt, None)
+        self.net._coasting.pop(interrupt, None)
+
+    def _tell_watchers(self) -> None:
+        for end in (self, self.peer):
+            if end is not None:
+                if end.batch is not None:
+                    end.batch.interrupt()
+                for interrupt in list(end.watchers):
+                    interrupt()
+
     def end_coasting(self, delivered_here: float, delivered_there: float) -> None:
         """The batch lets go; the last of its payloads was due here at `delivered_here`, at the
         peer at `delivered_there` (-inf: none), which later ones may not overtake."""
@@ -272,14 +306,23 @@ class _SimEnd(trio.abc.Stream):
 
     def send_planned(self, payload: object, sent_at: float, due: float) -> None:
         """`payload`, sent from this end at `sent_at` (past) on a faultless link and due at the
-        peer at `due`, as it was planned then: what a coasting batch had in flight."""
+        peer at `due`, as it was planned then: what a coasting batch had in flight. It takes its
+        place in the queue among what was sent after it, and whatever comes later (an EOF too)
+        stays behind it."""
         peer = self.peer
         if peer is None or peer._broken or peer._closed:
             return
-        peer._in_flight.append((sent_at, payload, 0))
-        if len(peer._in_flight) == 1:
-            peer._last_delivery = due
-            self.net.call_at(due, peer._arrive)
+        queue = peer._in_flight
+        at = len(queue)
+        while at and queue[at - 1][0] > sent_at:
+            at -= 1
+        queue.insert(at, (sent_at, payload, _Planned(due)))
+        if at == 0:
+            if peer._head_timer is not None:  # it goes before the head planned: plan again from it
+                Timers.cancel(peer._head_timer)
+                peer._head_timer = None
+                peer._last_delivery = -math.inf  # what was before the head has arrived
+            peer._plan_head()
 
     def delivers_everything(self) -> bool:
         """Whether what is sent on this end reaches the peer, in order, unless the connection ends
@@ -401,7 +444,10 @@ class _SimEnd(trio.abc.Stream):
             return
         sent_at, payload, size = self._in_flight[0]
         net = self.net
-        delay = net.links.healthy_delay(net.rng) if payload is not None else None
+        if type(size) is _Planned:  # planned when it was sent (send_planned)
+            delay = size.due - sent_at
+        else:
+            delay = net.links.healthy_delay(net.rng) if payload is not None else None
         if delay is None:  # EOF, or a link with a fault
             if payload is None:  # EOF: right behind the last payload
                 self._in_flight.popleft()
@@ -419,13 +465,14 @@ class _SimEnd(trio.abc.Stream):
             delay, transmit = plan.delay, plan.transmit
         else:
             transmit = 0.0
-        due = sent_at + delay
+        due = size.due if type(size) is _Planned else sent_at + delay
         if due < self._last_delivery:  # no overtaking: TCP delivers in order
             due = self._last_delivery
         self._last_delivery = due = due + transmit
-        net.call_at(due, self._arrive)
+        self._head_timer = net.call_at(due, self._arrive)
 
     def _arrive(self) -> None:
+        self._head_timer = None
         if self._broken or self._closed:
             return
         payload = self._in_flight.popleft()[1]
@@ -434,7 +481,7 @@ class _SimEnd(trio.abc.Stream):
         else:
             self._inbox.append(payload)
             self._wake()
-        if self._in_flight:
+        if self._in_flight and self._head_timer is None:  # (a coast ending in the delivery may have planned it)
             self._plan_head()
 
     def _wake(self) -> None:
@@ -444,8 +491,7 @@ class _SimEnd(trio.abc.Stream):
 
     def reset(self) -> None:
         """Tear down both ends, as an RST would."""
-        if self.batch is not None:
-            self.batch.interrupt()
+        self._tell_watchers()
         for end in (self, self.peer):
             if end is not None and not end._broken:
                 end._broken = True
@@ -455,8 +501,7 @@ class _SimEnd(trio.abc.Stream):
                 end._signal_end()
 
     async def aclose(self) -> None:
-        if self.batch is not None:
-            self.batch.interrupt()
+        self._tell_watchers()
         if not self._closed:
             self._closed = True
             self._in_flight.clear()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 from nameserver import bodies
 
@@ -146,6 +146,9 @@ class ConsumerManager:
     def __init__(self, channel_expired_timeout: float = CHANNEL_EXPIRED_TIMEOUT):
         self.channel_expired_timeout = channel_expired_timeout
         self.consumer_table: dict[str, ConsumerGroupInfo] = {}
+        # group -> whoever relies on its member list staying as it is (a coasting rebalance
+        # round): told once, at the next change
+        self.member_watchers: dict[str, dict[Callable[[], None], None]] = {}
 
     def register_consumer(self, data: ConsumerData, client_id: str, channel: object, now: float,
                           language: str = "JAVA", version: int = 0) -> bool:
@@ -157,10 +160,13 @@ class ConsumerManager:
         info.consume_type, info.message_model = data.consume_type, data.message_model
         info.consume_from_where = data.consume_from_where
         known = info.channel_info_table.get(channel)
-        changed = known is None or known.client_id != client_id or info.topics != data.topics
+        joined = known is None or known.client_id != client_id
+        changed = joined or info.topics != data.topics
         info.channel_info_table[channel] = ClientChannelInfo(client_id, now, language, version)
         info.topics = data.topics
         info.update_subscription(data.subscriptions)
+        if joined:
+            self._members_changed(data.group_name)
         return changed
 
     def query_topic_consume_by_who(self, topic: str) -> list[str]:
@@ -173,6 +179,7 @@ class ConsumerManager:
         if info is None or info.channel_info_table.pop(channel, None) is None:
             return False
         self._drop_if_empty(info)
+        self._members_changed(group)
         return True
 
     def do_channel_close_event(self, channel: object) -> list[str]:
@@ -187,8 +194,23 @@ class ConsumerManager:
                 if now - client.last_update_timestamp > self.channel_expired_timeout:
                     del info.channel_info_table[channel]
                     expired.append((info.group_name, channel))
+                    self._members_changed(info.group_name)
             self._drop_if_empty(info)
         return expired
+
+    def watch_members(self, group: str, watcher: Callable[[], None]) -> None:
+        self.member_watchers.setdefault(group, {})[watcher] = None
+
+    def unwatch_members(self, group: str, watcher: Callable[[], None]) -> None:
+        watchers = self.member_watchers.get(group)
+        if watchers is not None:
+            watchers.pop(watcher, None)
+            if not watchers:
+                del self.member_watchers[group]
+
+    def _members_changed(self, group: str) -> None:
+        for watcher in list(self.member_watchers.pop(group, ())):
+            watcher()
 
     def _drop_if_empty(self, info: ConsumerGroupInfo) -> None:
         if not info.channel_info_table:

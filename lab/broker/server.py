@@ -269,6 +269,8 @@ class Broker:
 
     async def _handle_stream(self, stream: trio.abc.Stream) -> None:
         channel = ClientChannel(stream)
+        if hasattr(stream, "query_coaster"):  # simulated: rebalance rounds over it may coast
+            stream.query_coaster = self
         self.client_channels[channel] = None
         try:
             with channel.scope:
@@ -520,16 +522,23 @@ class Broker:
 
     def _get_consumer_list_by_group(self, req: RemotingCommand, channel: ClientChannel) -> RemotingCommand:
         group = req.require("consumerGroup")
+        body = self.consumer_list_body(group, req.serialize_type)
+        if body is None:
+            return req.response(ResponseCode.SYSTEM_ERROR, f"no consumer for this group, {group}")
+        return req.response(ResponseCode.SUCCESS, body=body)
+
+    def consumer_list_body(self, group: str, serialize_type: int) -> bytes | None:
+        """GET_CONSUMER_LIST_BY_GROUP's answer: the group's members; None without any."""
         ids = self.consumer_manager.get_all_client_id(group)
         if not ids:
-            return req.response(ResponseCode.SYSTEM_ERROR, f"no consumer for this group, {group}")
-        key = (tuple(ids), req.serialize_type)
+            return None
+        key = (tuple(ids), serialize_type)
         body = self._consumer_list_bodies.get(key)
         if body is None:  # every member asks for every topic every 20 s, and the answer rarely changes
             if len(self._consumer_list_bodies) >= 64:
                 self._consumer_list_bodies.clear()
-            body = self._consumer_list_bodies[key] = bodies.dump({"consumerIdList": ids}, req.serialize_type)
-        return req.response(ResponseCode.SUCCESS, body=body)
+            body = self._consumer_list_bodies[key] = bodies.dump({"consumerIdList": ids}, serialize_type)
+        return body
 
     def _lock_batch_mq(self, req: RemotingCommand, channel: ClientChannel) -> RemotingCommand:
         """Every queue asked for is granted: one consumer per queue is the clients' own affair here."""

@@ -84,10 +84,6 @@ class _AsyncReply:
         self.on_result(result)
 
 
-def _body(response: RemotingCommand) -> object:
-    return bodies.load(response.body or b"", response.serialize_type)
-
-
 # The last consumer id lists decoded, per (body, serialize type): every member asks a broker for
 # its group once per topic every 20 s, and a broker keeps its answer's bytes while the group stays
 # as it is. Shared, so a tuple; bounded.
@@ -96,10 +92,15 @@ DECODED_ID_LISTS_MAX = 1_000
 
 
 def _consumer_id_list(response: RemotingCommand) -> tuple[str, ...]:
-    key = (response.body or b"", response.serialize_type)
+    return consumer_id_list_of(response.body or b"", response.serialize_type)
+
+
+def consumer_id_list_of(body: bytes, serialize_type: int) -> tuple[str, ...]:
+    """The consumer ids in a GET_CONSUMER_LIST_BY_GROUP answer's body."""
+    key = (body, serialize_type)
     ids = _decoded_id_lists.get(key)
     if ids is None:
-        ids = tuple(str(c) for c in _body(response)["consumerIdList"])
+        ids = tuple(str(c) for c in bodies.load(body, serialize_type)["consumerIdList"])
         if len(_decoded_id_lists) >= DECODED_ID_LISTS_MAX:
             _decoded_id_lists.clear()
         _decoded_id_lists[key] = ids
@@ -137,6 +138,15 @@ def _route_reply(topic: str, on_result) -> _AsyncReply:
     """Where a route query's reply goes; errors name the NameServer as _call's do."""
     return _AsyncReply(RequestCode.GET_ROUTEINFO_BY_TOPIC, None, lambda r: decode_route(topic, r.body or b"", r.serialize_type),
                        (ResponseCode.SUCCESS,), on_result)
+
+
+def consumer_list_query(consumer_group: str) -> RemotingCommand:
+    return request(RequestCode.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": consumer_group})
+
+
+def _consumer_list_reply(addr: str, on_result) -> _AsyncReply:
+    return _AsyncReply(RequestCode.GET_CONSUMER_LIST_BY_GROUP, addr, _consumer_id_list, (ResponseCode.SUCCESS,),
+                       on_result)
 
 
 def last_decoded_route(topic: str, serialize_type: int) -> tuple[bytes, TopicRouteData] | None:
@@ -309,8 +319,17 @@ class MQClientAPI:
 
     def get_consumer_id_list_by_group_async(self, addr: str, consumer_group: str, timeout: float, on_result) -> None:
         """On the open channel to `addr`: `on_result` gets the list, or the exception the call ended with."""
-        self._call_async(addr, RequestCode.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": consumer_group},
-                         timeout, _consumer_id_list, on_result)
+        self.channels.invoke_async(addr, consumer_list_query(consumer_group), timeout,
+                                   _consumer_list_reply(addr, on_result))
+
+    def adopt_consumer_list_query(self, addr: str, client, consumer_group: str, timeout: float, on_result,
+                                  sent_at: float) -> RemotingCommand:
+        """get_consumer_id_list_by_group_async's call over `client` (the open channel to `addr`),
+        as sent at `sent_at` by a coasting rebalance round, which puts the request returned (or
+        its answer) on the wire itself."""
+        query = consumer_list_query(consumer_group)
+        self.channels.adopt_async(addr, client, query, timeout, _consumer_list_reply(addr, on_result), sent_at)
+        return query
 
     async def query_consumer_offset(self, addr: str, group: str, mq: MessageQueue, timeout: float) -> int:
         """MQBrokerError (22 QUERY_NOT_FOUND, say) when the broker has no offset for it."""

@@ -28,6 +28,7 @@ from nameserver.routes import MASTER_ID, TopicRouteData
 
 from .api import PullResult
 from .errors import MQBrokerError, MQClientError
+from .coasting import coast_rebalance
 from .instance import MQClientInstance
 from .rebalance import allocate_averagely
 from .route_cache import MessageQueue, subscribe_queues
@@ -99,6 +100,7 @@ class ProcessQueueTable(dict):
     def __init__(self):
         super().__init__()
         self._by_topic: dict[str, dict[MessageQueue, None]] = {}
+        self.on_change = None  # told before any change
 
     def of_topic(self, topic: str) -> list[MessageQueue]:
         return list(self._by_topic.get(topic, ()))
@@ -108,19 +110,27 @@ class ProcessQueueTable(dict):
         return self._by_topic.get(topic, {}).keys()
 
     def __setitem__(self, mq: MessageQueue, pq: ProcessQueue) -> None:
+        if self.on_change is not None:
+            self.on_change()
         super().__setitem__(mq, pq)
         self._by_topic.setdefault(mq.topic, {})[mq] = None
 
     def __delitem__(self, mq: MessageQueue) -> None:
+        if self.on_change is not None:
+            self.on_change()
         super().__delitem__(mq)
         self._forget(mq)
 
     def pop(self, mq: MessageQueue) -> ProcessQueue:
+        if self.on_change is not None:
+            self.on_change()
         pq = super().pop(mq)
         self._forget(mq)
         return pq
 
     def clear(self) -> None:
+        if self.on_change is not None:
+            self.on_change()
         super().clear()
         self._by_topic.clear()
 
@@ -172,6 +182,9 @@ class Consumer:
         # persist_consumer_offset.
         self._persisted_by: tuple[int, dict[str, object]] | None = None
         self.consumed = 0
+        self.coast = None  # the rebalance round's calls coasting (coasting.CoastingRebalance), if they are
+        self._coast_refused = False  # the last try found nothing to coast: wait for a topic kept as it is
+        self.process_queue_table.on_change = self._queues_changed
 
     # --- life cycle -------------------------------------------------------------------------------
 
@@ -211,7 +224,14 @@ class Consumer:
 
     def on_route_changed(self, topic: str, route: TopicRouteData) -> None:
         if topic in self.sub_versions:
+            self._queues_changed()
             self.topic_subscribe_info_table[topic] = subscribe_queues(topic, route)
+
+    def _queues_changed(self) -> None:
+        """A topic's queues or their assignment change: a coasting rebalance call may not be what
+        it would be now."""
+        if self.coast is not None:
+            self.coast.interrupt()
 
     # --- rebalance ------------------------------------------------------------------------------------
 
@@ -247,11 +267,19 @@ class Consumer:
         """Rebalance topics[at:] from reply callbacks while that needs no wait and changes nothing;
         (where it stopped, what it learnt of that topic: (mq_set, broker asked, members) so far)."""
         round_ = CallbackRound(at)
+        may_coast = True  # once per call: after an interrupted coast the round goes call by call
 
         def ask_next() -> None:
+            nonlocal may_coast
             if round_.at >= len(topics):
                 round_.stop(())
                 return
+            if may_coast:
+                may_coast = False
+                if not self._coast_refused:  # (while every topic moves queues, as at the start, no try)
+                    if coast_rebalance(self, topics, round_, on_answer, ask_next):
+                        return
+                    self._coast_refused = True
             topic = topics[round_.at]
             mq_set = self.topic_subscribe_info_table.get(topic)
             addr = self.instance.consumer_list_broker(topic)
@@ -263,16 +291,19 @@ class Consumer:
             if round_.given_up:
                 return  # the client stopping: as an abandoned call's reply
             topic = topics[round_.at]
-            if mq_set and cid_all:
-                allocated = allocate_averagely(self.instance.client_id, mq_set, cid_all)
-                if set(allocated) != self.process_queue_table.assigned(topic):
-                    round_.stop((mq_set, addr, cid_all))  # the task moves queues: persists, queries
-                    return
+            if mq_set and cid_all and not self.keeps_queues(topic, mq_set, cid_all):
+                round_.stop((mq_set, addr, cid_all))  # the task moves queues: persists, queries
+                return
+            self._coast_refused = False
             round_.at += 1
             ask_next()
 
         stopped_at = await round_.run(ask_next)
         return round_.at, stopped_at
+
+    def keeps_queues(self, topic: str, mq_set: list[MessageQueue], cid_all: tuple[str, ...]) -> bool:
+        """Whether the topic's allocation over these members is the queues this consumer pulls."""
+        return set(allocate_averagely(self.instance.client_id, mq_set, cid_all)) == self.process_queue_table.assigned(topic)
 
     async def update_process_queue_table(self, topic: str, allocated: list[MessageQueue]) -> bool:
         """Queues taken away are dropped and their offsets persisted; new ones get an offset (one

@@ -33,7 +33,7 @@ from .api import MQClientAPI
 from .errors import MQBrokerError, MQClientError, NoRouteInfoError, code_name
 from .namesrv import NamesrvSelector, namesrv_source
 from .route_cache import FindBrokerResult, MessageQueue, RouteCache, RoutePoll, unremarkable_fetch
-from .route_coasting import coast_route_poll
+from .coasting import coast_route_poll
 from .topaddr import fetch_namesrv_addr
 
 if TYPE_CHECKING:
@@ -91,8 +91,12 @@ class MQClientInstance:
         topic" (every fetch is a `client.route` record)."""
         if self._services is None and self.source.ws_addr:
             await self.fetch_name_server_addr()
-        for topic in topics:
-            await self._refresh(topic)
+        at = 0  # each from the reply before while it may (see _fetch_by_callbacks); a failure ends nothing
+        while at < len(topics):
+            at, _ = await self._fetch_by_callbacks(topics, at, None)
+            if at < len(topics):
+                await self._refresh(topics[at])
+                at += 1
         if self._services is None:
             self._services = trio.CancelScope()
             self.nursery.start_soon(self._run_services)
@@ -196,11 +200,13 @@ class MQClientInstance:
         self.node.emit("client.route_poll", began=poll.began, topics=poll.topics, unchanged=poll.unchanged,
                        ns=self.api.namesrv.chosen)
 
-    async def _fetch_by_callbacks(self, topics: list[str], at: int, poll: RoutePoll) -> tuple[int, Exception | None]:
+    async def _fetch_by_callbacks(self, topics: list[str], at: int,
+                                  poll: RoutePoll | None) -> tuple[int, Exception | None]:
         """Fetch topics[at:] each from the reply callback of the one before, while that needs no
-        wait; (where it stopped, the remoting error that stopped it, if one did)."""
+        wait; (where it stopped, the remoting error that stopped it, if one did). `poll`: the
+        periodic round they belong to (see _refresh)."""
         round_ = CallbackRound(at)
-        may_coast = True  # once per call: after an interrupted coast the round goes fetch by fetch
+        may_coast = poll is not None  # once per call: after an interrupted coast the round goes fetch by fetch
 
         def fetch_next() -> None:
             nonlocal may_coast
@@ -219,7 +225,8 @@ class MQClientInstance:
                 on_result(e)
                 return
             if not sent:  # the task fetches this one itself, waiting as it must
-                poll.topics -= 1
+                if poll is not None:
+                    poll.topics -= 1
                 round_.stop(None)
 
         def on_result(outcome: TopicRouteData | Exception) -> None:
@@ -300,18 +307,21 @@ class MQClientInstance:
         nothing sent, when there is no open channel to `addr` (a connect must wait)."""
         if not self.channels.is_connected(addr):
             return False
-
-        def on_reply(result: list[str] | Exception) -> None:
-            if isinstance(result, Exception):
-                self._consumer_list_failed(group, addr, result)
-                result = None
-            on_result(result)
-
+        on_reply = self.consumer_list_reply(addr, group, on_result)
         try:
             self.api.get_consumer_id_list_by_group_async(addr, group, self.config.mqClientApiTimeout, on_reply)
         except RemotingError as e:
             on_reply(e)
         return True
+
+    def consumer_list_reply(self, addr: str, group: str, on_result):
+        """Where find_consumer_id_list_async's reply goes: the members, or None after a failure (logged)."""
+        def on_reply(result: list[str] | Exception) -> None:
+            if isinstance(result, Exception):
+                self._consumer_list_failed(group, addr, result)
+                result = None
+            on_result(result)
+        return on_reply
 
     async def find_consumer_id_list(self, topic: str, group: str, *picked: str | None) -> list[str] | None:
         """The group's members as one broker of the topic sees them; None when none answers.

@@ -4,7 +4,7 @@ An idle queue's consumer gets an empty long-poll answer every 15 s and sends the
 back; every 5 s it resends every offset, changed or not; every 30 s each client asks for every
 route it uses, and nearly always gets the one it holds. On a simulated network without faults the
 lab skips those round trips (SuspendedPull.renew in lab/broker/held_replies.py,
-Consumer.persist_consumer_offset, lab/clients/route_coasting.py), and once renewed a pull coasts:
+Consumer.persist_consumer_offset, lab/clients/coasting.py), and once renewed a pull coasts:
 renewed every period with no timer until something changes (SuspendedPull.coast). With no link
 jitter (whose draws the skipped sends would have made), a run with the skipping and one without
 must hold the same records at the same times: only the order of records of one same instant may
@@ -25,7 +25,7 @@ from chaos import network
 from lab.broker.held_replies import SuspendedPull
 from lab.broker.long_polling import PullRequestHoldService
 from lab.clients.consumer import Consumer
-from lab.clients.route_coasting import CoastingRoutePoll
+from lab.clients.coasting import CoastingRebalance, CoastingRoutePoll
 from lab.control import scenarios
 from lab.run.runner import RunOptions
 
@@ -38,8 +38,8 @@ def _records(path) -> collections.Counter:
                                    for r in msgpack.Unpacker(f, raw=False))
 
 
-def _run(name: str, path, *overrides: str) -> collections.Counter:
-    verdict = scenarios.run(scenarios.prepare(name, overrides=["network.jitter=0", *overrides]),
+def _run(name: str, path, *overrides: str, text: str | None = None) -> collections.Counter:
+    verdict = scenarios.run(scenarios.prepare(name, overrides=["network.jitter=0", *overrides], text=text),
                             RunOptions(sim=True, events_path=path))
     assert verdict.valid, [r.to_dict() for r in verdict.results]
     return _records(path)
@@ -49,7 +49,7 @@ def _run(name: str, path, *overrides: str) -> collections.Counter:
 def test_skipping_idle_round_trips_leaves_every_record_as_it_was(name, tmp_path, monkeypatch):
     skipped = collections.Counter()
     renewed, vouched, catch_up = PullRequestHoldService._renewed, Consumer._still_vouched, SuspendedPull.catch_up
-    finish = CoastingRoutePoll.finish
+    finish, rebalance_finish = CoastingRoutePoll.finish, CoastingRebalance.finish
 
     def counting_renewed(self, request):
         ok = renewed(self, request)
@@ -65,6 +65,10 @@ def test_skipping_idle_round_trips_leaves_every_record_as_it_was(name, tmp_path,
         skipped["route fetches"] += not self.done and len(self.topics)
         finish(self)
 
+    def counting_rebalance_finish(self):
+        skipped["member-list calls"] += not self.done and len(self.calls)
+        rebalance_finish(self)
+
     def counting_catch_up(self, now):
         before = self.renewed_at
         catch_up(self, now)
@@ -74,14 +78,17 @@ def test_skipping_idle_round_trips_leaves_every_record_as_it_was(name, tmp_path,
     monkeypatch.setattr(Consumer, "_still_vouched", counting_vouched)
     monkeypatch.setattr(SuspendedPull, "catch_up", counting_catch_up)
     monkeypatch.setattr(CoastingRoutePoll, "finish", counting_finish)
+    monkeypatch.setattr(CoastingRebalance, "finish", counting_rebalance_finish)
     quiet = _run(name, tmp_path / "skipping.log")
     assert skipped["pull round trips"] > 10 and skipped["offset rounds"] > 5, skipped  # it did skip
     assert skipped["coasting renewals"] > 10, skipped  # and pulls coasted, renewed with no timer
     # and route polls coasted, but for clients that parse routes as another language's do
     assert skipped["route fetches"] > 10 or name == "route-dialect", skipped
+    assert skipped["member-list calls"] > 10, skipped  # and rebalance rounds
 
     monkeypatch.setattr(network._SimEnd, "renew_peer_call", lambda self, opaque: None)
     monkeypatch.setattr(network._SimEnd, "coast_queries", lambda self, batch: None)
+    monkeypatch.setattr(network._SimEnd, "watch_peer", lambda self, interrupt: None)
     monkeypatch.setattr(network._SimEnd, "delivers_everything", lambda self: False)
     every = _run(name, tmp_path / "every.log")
     only_skipping = [msgpack.unpackb(r) for r in (quiet - every).elements()][:5]
@@ -107,35 +114,62 @@ def test_once_a_request_fault_was_set_every_offset_is_resent(tmp_path, monkeypat
     assert rounds[("after a fault", True)] == 0, rounds
 
 
-@pytest.mark.parametrize("name, overrides", [
-    ("one-nameserver-down", ["cluster.topics=1500"]),
-    ("large-cluster-broker-crash", []),
+# A member leaving and coming back changes the member list each broker gives: a coasting rebalance
+# round must stop where the first answer would have told the change.
+CONSUMER_LEAVES = """
+[scenario]
+teaches = "A consumer that dies leaves its group at every broker, and the others take its queues."
+duration = "2m"
+
+[cluster]
+topics = 1500
+consumers = 3
+
+[[timeline]]
+at = "41s"
+fault = "kill"
+node = "consumer-1"
+
+[[timeline]]
+at = "75s"
+fault = "restart"
+node = "consumer-1"
+"""
+
+
+@pytest.mark.parametrize("name, overrides, text, ended_midway", [
+    ("one-nameserver-down", ["cluster.topics=1500"], None,
+     {("route poll", "answer"), ("rebalance", "request"), ("rebalance", "answer")}),
+    ("large-cluster-broker-crash", [], None, {("route poll", "request")}),
+    ("consumer-leaves", [], CONSUMER_LEAVES, {("rebalance", "answer")}),
 ])
-def test_route_polls_coast_and_what_ends_a_coast_midway_leaves_every_record_as_it_was(
-        name, overrides, tmp_path, monkeypatch):
-    # 1,500 topics: a round takes 3 s, and a NameServer's death or a broker's crash lands in some.
-    # What was under way then goes back on the wire: a request on its way, or its answer.
+def test_rounds_coast_and_what_ends_a_coast_midway_leaves_every_record_as_it_was(
+        name, overrides, text, ended_midway, tmp_path, monkeypatch):
+    # 1,500 topics: a round takes 3 s, and a NameServer's death, a broker's crash or a member's
+    # departure lands in some. What was under way then goes back on the wire: a request on its
+    # way, or its answer.
     ends = collections.Counter()
-    finish, interrupt = CoastingRoutePoll.finish, CoastingRoutePoll.interrupt
+    for coast, kind in ((CoastingRoutePoll, "route poll"), (CoastingRebalance, "rebalance")):
+        def counting_finish(self, finish=coast.finish, kind=kind):
+            ends[kind, "finished"] += not self.done
+            finish(self)
 
-    def counting_finish(self):
-        ends["finished"] += not self.done
-        finish(self)
+        def counting_interrupt(self, interrupt=coast.interrupt, kind=kind):
+            if not self.done:
+                now = trio.current_time()
+                under_way = bisect.bisect_right(self.replies, now)
+                if under_way < len(self.replies):
+                    ends[kind, "request" if self.arrivals[under_way] > now else "answer"] += 1
+            interrupt(self)
 
-    def counting_interrupt(self):
-        if not self.done:
-            now = trio.current_time()
-            under_way = bisect.bisect_right(self.replies, now)
-            ends["request on its way" if self.arrivals[under_way] > now else "answer on its way"] += 1
-        interrupt(self)
-
-    monkeypatch.setattr(CoastingRoutePoll, "finish", counting_finish)
-    monkeypatch.setattr(CoastingRoutePoll, "interrupt", counting_interrupt)
-    coasting = _run(name, tmp_path / "coasting.log", *overrides)
-    assert ends["finished"] > 5 and ends["request on its way"] + ends["answer on its way"] > 0, ends
+        monkeypatch.setattr(coast, "finish", counting_finish)
+        monkeypatch.setattr(coast, "interrupt", counting_interrupt)
+    coasting = _run(name, tmp_path / "coasting.log", *overrides, text=text)
+    assert ends["route poll", "finished"] > 5 and all(ends[end] for end in ended_midway), ends
 
     monkeypatch.setattr(network._SimEnd, "coast_queries", lambda self, batch: None)
-    every = _run(name, tmp_path / "every.log", *overrides)
+    monkeypatch.setattr(network._SimEnd, "watch_peer", lambda self, interrupt: None)
+    every = _run(name, tmp_path / "every.log", *overrides, text=text)
     only_coasting = [msgpack.unpackb(r) for r in (coasting - every).elements()][:5]
     only_every = [msgpack.unpackb(r) for r in (every - coasting).elements()][:5]
     assert not only_coasting and not only_every, (only_coasting, only_every)

@@ -1,0 +1,290 @@
+"""Rounds of calls that change nothing, simulated in aggregate: a client's route poll, a
+consumer's rebalance.
+
+Every client polls every topic it uses every 30 s, one GET_ROUTEINFO_BY_TOPIC after another, and
+every consumer asks a broker of each topic for its group's members every 20 s, one
+GET_CONSUMER_LIST_BY_GROUP after another, each call sent from the reply of the one before: on a
+large cluster (20 clients, 2,000 topics) 2,300 round trips a second that nearly always change
+nothing but counters. On a simulated network without faults, when every call left in the round
+would change nothing — the NameServer's answer to each topic is the route the client holds, from
+where it got it last (CoastingRoutePoll); each broker's member list gives the topic the queues the
+consumer pulls already (CoastingRebalance) — those calls are simulated in aggregate: their times
+computed as the network would plan them (a request one link latency out, its answer one back, the
+next sent as it lands), one timer for the end, and the counting done when someone looks.
+
+Anything that could make a call go otherwise ends the coast at once (`interrupt`): a link change,
+a close or reset of a connection it uses, the answers changing (the NameServer's route generation,
+a broker's member list), the client's side changing, the round given up. The calls answered by
+then are counted, the one under way goes back on the wire as it was (its request, or its answer,
+due when it was due) and the round goes on call by call. With no link jitter, a run with coasting
+and one without hold the same records at the same times (tests/lab/test_quiet_queues.py); with
+jitter, coasting calls take the base latency, as renewed pulls do (_SimEnd.renew_peer_call).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from bisect import bisect_right
+from typing import TYPE_CHECKING, Callable
+
+import trio
+
+from lab.remoting.handover import CallbackRound
+from nameserver.protocol import ResponseCode
+
+from . import api as client_api
+from .route_cache import RoutePoll
+
+if TYPE_CHECKING:
+    from .consumer import Consumer
+    from .instance import MQClientInstance
+
+
+def timeline(calls: int, delay: float, now: float) -> tuple[list[float], list[float], list[float]]:
+    """When each of `calls` calls, each sent as the answer before it lands, is sent, reaches its
+    peer and is answered: the float arithmetic of _SimEnd._plan_head, step by step."""
+    sends, arrivals, replies = [], [], []
+    sent = now
+    for _ in range(calls):
+        arrival = sent + delay
+        reply = arrival + delay
+        sends.append(sent)
+        arrivals.append(arrival)
+        replies.append(reply)
+        sent = reply
+    return sends, arrivals, replies
+
+
+class CoastingRoutePoll:
+    """The route poll's remaining fetches over the chosen NameServer's channel, which the coast
+    has to itself (anything else sent on it ends the coast first, so TCP's order holds)."""
+
+    __slots__ = ("instance", "topics", "poll", "round_", "on_result", "resume", "client", "stream", "coaster",
+                 "answers", "sends", "arrivals", "replies", "counted", "done")
+
+    def __init__(self, instance: MQClientInstance, topics: list[str], poll: RoutePoll, round_: CallbackRound,
+                 on_result: Callable, resume: Callable[[], None], client, stream) -> None:
+        self.instance, self.topics, self.poll, self.round_ = instance, topics, poll, round_
+        self.on_result, self.resume = on_result, resume  # the round's reply callback, and its next step
+        self.client, self.stream = client, stream  # the RemotingClient, and its simulated end
+        self.coaster = None  # the NameServer's side (nameserver.server.RouteQueryCoaster)
+        self.answers: list[bytes] = []
+        self.sends = self.arrivals = self.replies = []  # the calls' times: timeline()
+        self.counted = 0  # arrivals the NameServer has counted
+        self.done = False
+
+    def start(self) -> bool:
+        """Coast the topics (those left in the round) when every fetch would change nothing."""
+        sample = client_api.route_query(self.topics[0])
+        held = self._held_bodies(sample.serialize_type)
+        if held is None:
+            return False
+        coaster = self.stream.coast_queries(self)
+        if coaster is None:
+            return False
+        answers = coaster.answers(sample, self.topics)
+        if answers is None or any(not (body is mine or body == mine) for body, mine in zip(answers, held)):
+            self.stream.end_coasting(-math.inf, -math.inf)
+            return False
+        self.coaster, self.answers = coaster, answers
+        self.sends, self.arrivals, self.replies = timeline(len(self.topics), self.stream.base_delay(),
+                                                          trio.current_time())
+        coaster.start(self)
+        self.round_.on_give_up = self.interrupt
+        self.stream.call_at(self.replies[-1], self.finish)
+        return True
+
+    def _held_bodies(self, serialize_type: int) -> list[bytes] | None:
+        """The route bodies whose fetch would change nothing here, one per topic: the route cache
+        holds the very route decoded from it, it came over this channel last time, and no member
+        waits for it. None when a topic has none."""
+        instance = self.instance
+        source = (instance.api.namesrv.chosen, self.client)
+        cached, fetched_from = instance.route_cache.topic_route_table, instance._fetched_from
+        members = instance.producers + instance.consumers
+        bodies = []
+        for topic in self.topics:
+            held = client_api.last_decoded_route(topic, serialize_type)
+            if held is None or cached.get(topic) is not held[1] or fetched_from.get(topic) != source:
+                return None
+            if any(member.needs_route(topic) for member in members):
+                return None
+            bodies.append(held[0])
+        return bodies
+
+    def count_arrivals(self, now: float) -> None:
+        """The NameServer's count of the queries that reached it by `now`."""
+        arrived = bisect_right(self.arrivals, now, lo=self.counted)
+        if arrived > self.counted:
+            self.coaster.count(arrived - self.counted, self.arrivals[arrived - 1])
+            self.counted = arrived
+
+    def _end(self, answered: int) -> None:
+        """Counts for the first `answered` fetches, done; the batch lets go of the connection."""
+        self.done = True
+        self.round_.on_give_up = None
+        self.stream.end_coasting(self.replies[answered - 1] if answered else -math.inf,
+                                 self.arrivals[self.counted - 1] if self.counted else -math.inf)
+        self.coaster.stop(self)
+        self.poll.topics += answered
+        self.poll.unchanged += answered
+        self.round_.at += answered
+
+    def finish(self) -> None:
+        """The last answer is in: the round goes on from there (it ends)."""
+        if self.done:
+            return
+        self.count_arrivals(self.arrivals[-1])
+        self._end(len(self.topics))
+        self.resume()
+
+    def interrupt(self) -> None:
+        """Something could make the next fetches go otherwise: the fetch under way goes back on
+        the wire, and the round goes on from its reply, fetch by fetch."""
+        if self.done:
+            return
+        now = trio.current_time()
+        answered = bisect_right(self.replies, now)
+        self.count_arrivals(now)
+        self._end(answered)
+        if answered == len(self.topics):
+            if not self.round_.given_up:
+                self.resume()
+            return
+        topic, sent = self.topics[answered], self.sends[answered]
+        self.instance._fetching(topic, self.poll)
+        query = self.instance.api.adopt_route_query(self.client, topic, self.instance.config.mqClientApiTimeout,
+                                                    self.on_result, sent)
+        if self.counted <= answered:  # the request is on its way
+            self.stream.send_planned(query, sent, self.arrivals[answered])
+        elif self.stream.peer is not None:  # the NameServer answered it (and counted it): the answer is
+            self.stream.peer.send_planned(query.response(ResponseCode.SUCCESS, body=self.answers[answered]),
+                                          self.arrivals[answered], self.replies[answered])
+
+
+def coast_route_poll(instance: MQClientInstance, topics: list[str], poll: RoutePoll, round_: CallbackRound,
+                     on_result: Callable, resume: Callable[[], None]) -> bool:
+    """Coast the round's topics from round_.at on, when it may (see the module's doc)."""
+    api = instance.api
+    if instance.config.routeParser != "fastjson" or not api.namesrv.is_sticky(instance.channels.is_connected):
+        return False
+    client = instance.channels.open_channel(api.namesrv.chosen)
+    stream = getattr(client, "connection", None) and client.connection.stream
+    if not hasattr(stream, "coast_queries") or round_.at >= len(topics):
+        return False
+    return CoastingRoutePoll(instance, topics[round_.at:], poll, round_, on_result, resume, client, stream).start()
+
+
+class CoastingRebalance:
+    """A consumer's rebalance round's remaining member-list calls, each to a broker of its topic
+    picked at random, over connections that carry its pulls too (which do not end the coast: the
+    calls read a broker's member list and change nothing there). The random picks are the
+    consumer's generator's draws: made at the start to find the brokers, then made again, as the
+    real round would have made them by then, when the coast ends — so no other member of the
+    instance may draw from it meanwhile (the coast needs an instance of consumers only, with a
+    fixed NameServer list)."""
+
+    __slots__ = ("consumer", "topics", "round_", "on_answer", "resume", "rng_state", "calls", "broker_of",
+                 "sends", "arrivals", "replies", "done")
+
+    def __init__(self, consumer: Consumer, topics: list[str], round_: CallbackRound, on_answer: Callable,
+                 resume: Callable[[], None]) -> None:
+        self.consumer, self.topics, self.round_ = consumer, topics, round_
+        self.on_answer, self.resume = on_answer, resume  # the round's reply callback, and its next step
+        self.rng_state = None
+        # per call: (mq_set, broker address, its RemotingClient, its simulated end, the answer's body)
+        self.calls: list[tuple] = []
+        self.broker_of: dict[str, tuple] = {}  # address -> (the broker watched: its query_coaster, the end)
+        self.sends = self.arrivals = self.replies = []
+        self.done = False
+
+    def start(self) -> bool:
+        consumer, instance = self.consumer, self.consumer.instance
+        rng, group = instance.node.rng, consumer.consumer_group
+        serialize_type = client_api.consumer_list_query(group).serialize_type
+        self.rng_state = rng.getstate()
+        for topic in self.topics:
+            mq_set = consumer.topic_subscribe_info_table.get(topic)
+            addr = instance.consumer_list_broker(topic)
+            client = instance.channels.open_channel(addr) if addr is not None else None
+            stream = getattr(client, "connection", None) and client.connection.stream
+            broker = self.broker_of.get(addr, (None,))[0]
+            if broker is None and hasattr(stream, "watch_peer"):
+                broker = stream.watch_peer(self.interrupt)
+                if broker is not None:
+                    self.broker_of[addr] = (broker, stream)
+                    broker.consumer_manager.watch_members(group, self.interrupt)
+            body = broker.consumer_list_body(group, serialize_type) if broker is not None else None
+            if body is None:
+                break
+            if mq_set and not consumer.keeps_queues(topic, mq_set,
+                                                    client_api.consumer_id_list_of(body, serialize_type)):
+                break
+            self.calls.append((mq_set, addr, client, stream, body))
+        rng.setstate(self.rng_state)
+        if not self.calls:
+            self._let_go()
+            return False
+        self._draw(len(self.calls))  # the real round's draws, all made by the time it ends
+        self.sends, self.arrivals, self.replies = timeline(len(self.calls), self.calls[0][3].base_delay(),
+                                                           trio.current_time())
+        self.round_.on_give_up = self.interrupt
+        self.consumer.coast = self
+        self.calls[0][3].call_at(self.replies[-1], self.finish)
+        return True
+
+    def _draw(self, picks: int) -> None:
+        for topic in self.topics[:picks]:
+            self.consumer.instance.consumer_list_broker(topic)
+
+    def _let_go(self) -> None:
+        self.done = True
+        self.round_.on_give_up = None
+        group = self.consumer.consumer_group
+        for broker, stream in self.broker_of.values():
+            broker.consumer_manager.unwatch_members(group, self.interrupt)
+            stream.unwatch(self.interrupt)
+        self.consumer.coast = None
+
+    def finish(self) -> None:
+        if self.done:
+            return
+        self._let_go()
+        self.round_.at += len(self.calls)
+        self.resume()
+
+    def interrupt(self) -> None:
+        if self.done:
+            return
+        now = trio.current_time()
+        answered = bisect_right(self.replies, now)
+        self._let_go()
+        rng = self.consumer.instance.node.rng
+        rng.setstate(self.rng_state)
+        self._draw(bisect_right(self.sends, now))  # the picks the real round has made by now
+        self.round_.at += answered
+        if answered == len(self.calls):
+            if not self.round_.given_up:
+                self.resume()
+            return
+        mq_set, addr, client, stream, body = self.calls[answered]
+        sent, arrival = self.sends[answered], self.arrivals[answered]
+        instance = self.consumer.instance
+        on_reply = instance.consumer_list_reply(addr, self.consumer.consumer_group,
+                                                functools.partial(self.on_answer, mq_set, addr))
+        query = instance.api.adopt_consumer_list_query(addr, client, self.consumer.consumer_group,
+                                                       instance.config.mqClientApiTimeout, on_reply, sent)
+        if arrival > now:  # the request is on its way
+            stream.send_planned(query, sent, arrival)
+        elif stream.peer is not None:  # the broker answered it (before any change): the answer is
+            stream.peer.send_planned(query.response(ResponseCode.SUCCESS, body=body), arrival, self.replies[answered])
+
+
+def coast_rebalance(consumer: Consumer, topics: list[str], round_: CallbackRound, on_answer: Callable,
+                    resume: Callable[[], None]) -> bool:
+    """Coast the rebalance round's topics from round_.at on, when it may (see the module's doc)."""
+    instance = consumer.instance
+    if instance.producers or instance.source.ws_addr or round_.at >= len(topics):
+        return False  # their draws would interleave with the picks'
+    return CoastingRebalance(consumer, topics[round_.at:], round_, on_answer, resume).start()
