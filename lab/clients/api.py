@@ -117,6 +117,13 @@ _decoded_routes: dict[tuple[str, int], tuple[bytes, TopicRouteData]] = {}
 DECODED_ROUTES_MAX = 20_000
 
 
+def forget_decoded() -> None:
+    """Start a run with no decoded bodies from an earlier one in this process: which objects a run's
+    clients share must not depend on what ran before it (route poll coasting compares them)."""
+    _decoded_routes.clear()
+    _decoded_id_lists.clear()
+
+
 def decode_route(topic: str, body: bytes, serialize_type: int) -> TopicRouteData:
     key = (topic, serialize_type)
     last = _decoded_routes.get(key)

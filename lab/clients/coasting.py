@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import math
+import random
 from bisect import bisect_right
 from typing import TYPE_CHECKING, Callable
 
@@ -204,29 +205,29 @@ class CoastingRebalance:
         rng, group = instance.node.rng, consumer.consumer_group
         serialize_type = client_api.consumer_list_query(group).serialize_type
         self.rng_state = rng.getstate()
+        picker = random.Random()  # the scan draws the picks from a copy of the generator
+        picker.setstate(self.rng_state)
+        find_broker = instance.route_cache.find_broker_addr_by_topic  # consumer_list_broker's pick
+        brokers: dict[str | None, tuple | None] = {}  # address -> what _watch found there
         for topic in self.topics:
             mq_set = consumer.topic_subscribe_info_table.get(topic)
-            addr = instance.consumer_list_broker(topic)
-            client = instance.channels.open_channel(addr) if addr is not None else None
-            stream = getattr(client, "connection", None) and client.connection.stream
-            broker = self.broker_of.get(addr, (None,))[0]
-            if broker is None and hasattr(stream, "watch_peer"):
-                broker = stream.watch_peer(self.interrupt)
-                if broker is not None:
-                    self.broker_of[addr] = (broker, stream)
-                    broker.consumer_manager.watch_members(group, self.interrupt)
-            body = broker.consumer_list_body(group, serialize_type) if broker is not None else None
-            if body is None:
+            addr = find_broker(topic, picker)
+            if addr not in brokers:
+                brokers[addr] = self._watch(addr, group, serialize_type)
+            broker = brokers[addr]
+            if broker is None:
                 break
-            if mq_set and not consumer.keeps_queues(topic, mq_set,
-                                                    client_api.consumer_id_list_of(body, serialize_type)):
+            client, stream, body, members = broker
+            if mq_set and not consumer.keeps_queues(topic, mq_set, members):
                 break
             self.calls.append((mq_set, addr, client, stream, body))
-        rng.setstate(self.rng_state)
         if not self.calls:
             self._let_go()
             return False
-        self._draw(len(self.calls))  # the real round's draws, all made by the time it ends
+        if len(self.calls) == len(self.topics):
+            rng.setstate(picker.getstate())  # every pick the real round makes by its end
+        else:
+            self._draw(len(self.calls))  # (the copy drew one more)
         self.sends, self.arrivals, self.replies = timeline(len(self.calls), self.calls[0][3].base_delay(),
                                                            trio.current_time())
         self.round_.on_give_up = self.interrupt
@@ -234,9 +235,26 @@ class CoastingRebalance:
         self.calls[0][3].call_at(self.replies[-1], self.finish)
         return True
 
+    def _watch(self, addr: str | None, group: str, serialize_type: int) -> tuple | None:
+        """(its RemotingClient, its simulated end, the member list's body, the members) for the
+        broker at `addr`, watched from now on; None when calls to it cannot coast."""
+        client = self.consumer.instance.channels.open_channel(addr) if addr is not None else None
+        stream = getattr(client, "connection", None) and client.connection.stream
+        broker = stream.watch_peer(self.interrupt) if hasattr(stream, "watch_peer") else None
+        if broker is None:
+            return None
+        self.broker_of[addr] = (broker, stream)
+        broker.consumer_manager.watch_members(group, self.interrupt)
+        body = broker.consumer_list_body(group, serialize_type)
+        if body is None:
+            return None
+        return client, stream, body, client_api.consumer_id_list_of(body, serialize_type)
+
     def _draw(self, picks: int) -> None:
+        """The real round's picks of the first `picks` calls, from the consumer's generator."""
+        rng, find_broker = self.consumer.instance.node.rng, self.consumer.instance.route_cache.find_broker_addr_by_topic
         for topic in self.topics[:picks]:
-            self.consumer.instance.consumer_list_broker(topic)
+            find_broker(topic, rng)
 
     def _let_go(self) -> None:
         self.done = True

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import logging
+from typing import Callable
 
 import trio
 
@@ -184,6 +185,7 @@ class Consumer:
         self.consumed = 0
         self.coast = None  # the rebalance round's calls coasting (coasting.CoastingRebalance), if they are
         self._coast_refused = False  # the last try found nothing to coast: wait for a topic kept as it is
+        self._kept: dict[str, tuple] = {}  # topic -> (mq_set, members) keeps_queues found kept
         self.process_queue_table.on_change = self._queues_changed
 
     # --- life cycle -------------------------------------------------------------------------------
@@ -229,9 +231,10 @@ class Consumer:
 
     def _queues_changed(self) -> None:
         """A topic's queues or their assignment change: a coasting rebalance call may not be what
-        it would be now."""
+        it would be now, nor a kept allocation."""
         if self.coast is not None:
             self.coast.interrupt()
+        self._kept.clear()
 
     # --- rebalance ------------------------------------------------------------------------------------
 
@@ -302,8 +305,16 @@ class Consumer:
         return round_.at, stopped_at
 
     def keeps_queues(self, topic: str, mq_set: list[MessageQueue], cid_all: tuple[str, ...]) -> bool:
-        """Whether the topic's allocation over these members is the queues this consumer pulls."""
-        return set(allocate_averagely(self.instance.client_id, mq_set, cid_all)) == self.process_queue_table.assigned(topic)
+        """Whether the topic's allocation over these members is the queues this consumer pulls.
+        Remembered per topic for the very lists it was found with (a consumer of 2,000 topics asks
+        for each every 20 s), until the queues or their assignment change."""
+        kept = self._kept.get(topic)
+        if kept is not None and kept[0] is mq_set and kept[1] is cid_all:
+            return True
+        if set(allocate_averagely(self.instance.client_id, mq_set, cid_all)) != self.process_queue_table.assigned(topic):
+            return False
+        self._kept[topic] = (mq_set, cid_all)
+        return True
 
     async def update_process_queue_table(self, topic: str, allocated: list[MessageQueue]) -> bool:
         """Queues taken away are dropped and their offsets persisted; new ones get an offset (one

@@ -26,6 +26,7 @@ from chaos.links import Links
 from chaos.network import Network, SimNetwork, TcpNetwork
 
 from .cluster import Cluster
+from lab.clients.api import forget_decoded
 from lab.config import LabConfig
 from lab.events import EventLog
 from lab.remoting.epoch import epoch_base_ms
@@ -96,6 +97,7 @@ async def run_cluster(config: LabConfig, options: RunOptions, *,
     wall_start = time.monotonic()
     if options.sim:  # again here: whatever ran before in this trio run (a TUI's control server) drew nothing
         deterministic_scheduling(options.seed)
+    forget_decoded()  # nor does what an earlier run in this process decoded count
     events = EventLog(trio.lowlevel.current_clock().current_time, options.events_path)
     events.subscribers.extend(subscribers)  # from the first record on
     cluster = None
