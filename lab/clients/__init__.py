@@ -10,6 +10,7 @@ trio edges:
     topaddr      the HTTP address server fetch
     api          MQClientAPIImpl: the wire requests a client sends
     instance     MQClientInstance: channels, route refresh, heartbeats, the periodic tasks
+    coasting     route poll and rebalance rounds that change nothing, simulated in aggregate
     producer, consumer
 """
 
