@@ -220,6 +220,16 @@ class _SimEnd(trio.abc.Stream):
         round_trip = 2 * links.base_latency
         return round_trip if peer.call_renewer(opaque, round_trip / 2) else None
 
+    def _quiet_peer(self) -> _SimEnd | None:
+        """The peer, while nothing could make a call between the two go otherwise than planned:
+        both ends open, no fault on any link, no request fault ever set (one might have dropped
+        or rewritten a call). None otherwise."""
+        peer = self.peer
+        if (peer is None or self._broken or self._closed or peer._broken or peer._closed
+                or self.net.links.requests.ever or not self.net.links.faultless()):
+            return None
+        return peer
+
     def coast_peer_call(self, opaque: int, held,
                         stop_coasting: Callable[[], None]) -> Callable[[int, float], None] | None:
         """Just renewed (renew_peer_call), the call `opaque` may coast: be renewed every period
@@ -234,9 +244,8 @@ class _SimEnd(trio.abc.Stream):
         timeout counts again from when the last renewed call would have been sent. None: not
         coasting.
         Only while no request fault was ever set: one might have dropped a renewed call."""
-        peer = self.peer
-        if (peer is None or peer.call_coaster is None or self._broken or self._closed or peer._broken
-                or peer._closed or self.net.links.requests.ever or not self.net.links.faultless()):
+        peer = self._quiet_peer()
+        if peer is None or peer.call_coaster is None:
             return None
         restore = peer.call_coaster(opaque, held)
         if restore is not None:
@@ -251,11 +260,9 @@ class _SimEnd(trio.abc.Stream):
         by the next link change, a close or reset of either end, or anything else sent on it —
         and then puts what was in flight back on the wire (send_planned). The peer's
         `query_coaster`, or None when the batch may not start."""
-        peer = self.peer
-        links = self.net.links
-        if (peer is None or peer.query_coaster is None or self.batch is not None or self._broken or self._closed
-                or peer._broken or peer._closed or self._in_flight or peer._in_flight or links.requests.ever
-                or links.base_loss or not links.faultless()):
+        peer = self._quiet_peer()
+        if (peer is None or peer.query_coaster is None or self.net.links.base_loss or self.batch is not None
+                or self._in_flight or peer._in_flight):
             return None
         self.batch = peer.batch = batch
         self.net._coasting[batch.interrupt] = None
@@ -267,10 +274,8 @@ class _SimEnd(trio.abc.Stream):
         — both ends open, no fault on any link, no loss, no request fault ever set — and then
         `interrupt` is called once at the next link change or when either end closes or resets
         (`unwatch` to stop that). None: the calls must really go."""
-        peer = self.peer
-        links = self.net.links
-        if (peer is None or peer.query_coaster is None or self._broken or self._closed or peer._broken
-                or peer._closed or links.requests.ever or links.base_loss or not links.faultless()):
+        peer = self._quiet_peer()
+        if peer is None or peer.query_coaster is None or self.net.links.base_loss:
             return None
         self.watchers[interrupt] = None
         self.net._coasting[interrupt] = None
@@ -445,27 +450,27 @@ class _SimEnd(trio.abc.Stream):
         sent_at, payload, size = self._in_flight[0]
         net = self.net
         if type(size) is _Planned:  # planned when it was sent (send_planned)
-            delay = size.due - sent_at
+            due, transmit = size.due, 0.0
         else:
             delay = net.links.healthy_delay(net.rng) if payload is not None else None
-        if delay is None:  # EOF, or a link with a fault
-            if payload is None:  # EOF: right behind the last payload
-                self._in_flight.popleft()
-                self._eof = True
-                self._wake()
-                self._signal_end()
-                return
-            plan = net.links.plan(self.remote, self.local, size, net.rng)
-            if plan.action == "hold":
-                net._held.append(self)
-                return
-            if plan.action == "reset":
-                self.reset()
-                return
-            delay, transmit = plan.delay, plan.transmit
-        else:
-            transmit = 0.0
-        due = size.due if type(size) is _Planned else sent_at + delay
+            if delay is None:  # EOF, or a link with a fault
+                if payload is None:  # EOF: right behind the last payload
+                    self._in_flight.popleft()
+                    self._eof = True
+                    self._wake()
+                    self._signal_end()
+                    return
+                plan = net.links.plan(self.remote, self.local, size, net.rng)
+                if plan.action == "hold":
+                    net._held.append(self)
+                    return
+                if plan.action == "reset":
+                    self.reset()
+                    return
+                delay, transmit = plan.delay, plan.transmit
+            else:
+                transmit = 0.0
+            due = sent_at + delay
         if due < self._last_delivery:  # no overtaking: TCP delivers in order
             due = self._last_delivery
         self._last_delivery = due = due + transmit

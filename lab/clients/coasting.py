@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Callable
 import trio
 
 from lab.remoting.handover import CallbackRound
-from nameserver.protocol import ResponseCode
+from nameserver.protocol import RemotingCommand, ResponseCode
 
 from . import api as client_api
 from .route_cache import RoutePoll
@@ -40,6 +40,16 @@ from .route_cache import RoutePoll
 if TYPE_CHECKING:
     from .consumer import Consumer
     from .instance import MQClientInstance
+
+
+def put_back(stream, query: RemotingCommand, answer_body: bytes, sent: float, arrival: float, reply: float,
+             now: float) -> None:
+    """The call under way when a coast ends, back on the wire as it was: its request on its way,
+    or the answer its peer gave (before whatever ended the coast), each due when it was due."""
+    if arrival > now:
+        stream.send_planned(query, sent, arrival)
+    elif stream.peer is not None:
+        stream.peer.send_planned(query.response(ResponseCode.SUCCESS, body=answer_body), arrival, reply)
 
 
 def timeline(calls: int, delay: float, now: float) -> tuple[list[float], list[float], list[float]]:
@@ -157,11 +167,8 @@ class CoastingRoutePoll:
         self.instance._fetching(topic, self.poll)
         query = self.instance.api.adopt_route_query(self.client, topic, self.instance.config.mqClientApiTimeout,
                                                     self.on_result, sent)
-        if self.counted <= answered:  # the request is on its way
-            self.stream.send_planned(query, sent, self.arrivals[answered])
-        elif self.stream.peer is not None:  # the NameServer answered it (and counted it): the answer is
-            self.stream.peer.send_planned(query.response(ResponseCode.SUCCESS, body=self.answers[answered]),
-                                          self.arrivals[answered], self.replies[answered])
+        put_back(self.stream, query, self.answers[answered], sent, self.arrivals[answered], self.replies[answered],
+                 now)
 
 
 def coast_route_poll(instance: MQClientInstance, topics: list[str], poll: RoutePoll, round_: CallbackRound,
@@ -172,7 +179,7 @@ def coast_route_poll(instance: MQClientInstance, topics: list[str], poll: RouteP
         return False
     client = instance.channels.open_channel(api.namesrv.chosen)
     stream = getattr(client, "connection", None) and client.connection.stream
-    if not hasattr(stream, "coast_queries") or round_.at >= len(topics):
+    if not hasattr(stream, "coast_queries"):
         return False
     return CoastingRoutePoll(instance, topics[round_.at:], poll, round_, on_result, resume, client, stream).start()
 
@@ -293,16 +300,13 @@ class CoastingRebalance:
                                                 functools.partial(self.on_answer, mq_set, addr))
         query = instance.api.adopt_consumer_list_query(addr, client, self.consumer.consumer_group,
                                                        instance.config.mqClientApiTimeout, on_reply, sent)
-        if arrival > now:  # the request is on its way
-            stream.send_planned(query, sent, arrival)
-        elif stream.peer is not None:  # the broker answered it (before any change): the answer is
-            stream.peer.send_planned(query.response(ResponseCode.SUCCESS, body=body), arrival, self.replies[answered])
+        put_back(stream, query, body, sent, arrival, self.replies[answered], now)
 
 
 def coast_rebalance(consumer: Consumer, topics: list[str], round_: CallbackRound, on_answer: Callable,
                     resume: Callable[[], None]) -> bool:
     """Coast the rebalance round's topics from round_.at on, when it may (see the module's doc)."""
     instance = consumer.instance
-    if instance.producers or instance.source.ws_addr or round_.at >= len(topics):
+    if instance.producers or instance.source.ws_addr:
         return False  # their draws would interleave with the picks'
     return CoastingRebalance(consumer, topics[round_.at:], round_, on_answer, resume).start()

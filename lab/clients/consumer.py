@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import functools
 import logging
-from typing import Callable
 
 import trio
 
