@@ -54,6 +54,9 @@ class DefaultRequestProcessor:
         # What each topic was last answered (its _route_cache key -> body, None for 17), and the
         # queries since the last `ns.routes`.
         self._last_answer: dict[tuple, bytes | None] = {}
+        # The last unchanged_route_answers found: (route generation, serialize type, standard,
+        # topics, answers); a new answer in _last_answer forgets it.
+        self._unchanged_answers: tuple | None = None
         self._route_queries = self._route_not_found = self._route_unchanged = 0
         self._handlers = {
             RequestCode.PUT_KV_CONFIG: self.put_kv_config,
@@ -216,6 +219,7 @@ class DefaultRequestProcessor:
             self._route_unchanged += 1
             return
         self._last_answer[key] = body
+        self._unchanged_answers = None
         self.listener("ns.route", {"topic": key[0], "found": body is not None})
 
     def report_route_queries(self) -> None:
@@ -236,6 +240,14 @@ class DefaultRequestProcessor:
         _count_route_query would only count. None when one is not."""
         standard = sample.version >= V4_9_4 or sample.bool_field("acceptStandardJsonOnly")
         serialize_type, last_answer = sample.serialize_type, self._last_answer
+        generation = self.route_generation()
+        memo = self._unchanged_answers
+        # Every client polls the same topics every 30 s: while neither the routes nor the answers
+        # given change, neither does this (a suffix: a round that coasts from midway).
+        if memo is not None and memo[:3] == (generation, serialize_type, standard) and len(topics) <= len(memo[3]):
+            skipped = len(memo[3]) - len(topics)
+            if memo[3][skipped:] == topics:
+                return memo[4][skipped:]
         answers = []
         for topic in topics:
             key = (topic, serialize_type, standard)
@@ -244,6 +256,7 @@ class DefaultRequestProcessor:
             if body is None or not (last is body or last == body):
                 return None
             answers.append(body)
+        self._unchanged_answers = (generation, serialize_type, standard, list(topics), answers)
         return answers
 
     def count_unchanged_route_queries(self, n: int) -> None:

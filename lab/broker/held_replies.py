@@ -142,9 +142,19 @@ class SuspendedPull(HeldReply):
         self.broker.hold_service.uncoast(self)
 
     def catch_up(self, now: float) -> None:
-        """Each renewal due by now, as renew() makes it (the same arithmetic, so the same floats)."""
-        while self.deadline <= now:
-            self.deadline = self._renewal_at(self.deadline)
+        """Each renewal due by now, as _renewal_at makes it (the same arithmetic, so the same
+        floats), counted at once: a large cluster's drain catches up 80,000 pulls of 40 renewals."""
+        at = deadline = self.deadline
+        if deadline > now:
+            return
+        round_trip, timeout = self.round_trip, self.timeout
+        renewals = []
+        while deadline <= now:
+            at = deadline
+            renewals.append(at)
+            deadline = at + round_trip + timeout
+        self.broker.stats.on_pulls_missed(renewals)
+        self.renewed_at, self.deadline = at, deadline
 
     def restore(self) -> None:
         restore, self.restore_call = self.restore_call, None

@@ -43,6 +43,18 @@ class _Rate:
             if len(buckets) > 2 * self.keep:
                 self._prune()
 
+    def add_each(self, times: list[float]) -> None:
+        """One count at each of `times`, in order (add, one call for many)."""
+        floor, buckets = math.floor, self._buckets
+        for now in times:
+            second = floor(now)
+            buckets[second] = buckets.get(second, 0) + 1
+            if second > self._latest:
+                self._latest = second
+        self.total += len(times)
+        if len(buckets) > 2 * self.keep:
+            self._prune()
+
     def _prune(self) -> None:
         oldest = self._latest - self.keep
         self._buckets = {s: c for s, c in self._buckets.items() if s > oldest}
@@ -77,6 +89,10 @@ class BrokerStats:
 
     def on_pull(self, now: float, found: bool) -> None:
         (self.pulls_found if found else self.pulls_miss).add(now)
+
+    def on_pulls_missed(self, times: list[float]) -> None:
+        """A pull that found nothing at each of `times` (a coasting pull's renewals)."""
+        self.pulls_miss.add_each(times)
 
     def uptime(self, now: float) -> float:
         return max(0.0, now - self.boot)

@@ -156,9 +156,10 @@ def _consumer_list_reply(addr: str, on_result) -> _AsyncReply:
                        on_result)
 
 
-def last_decoded_route(topic: str, serialize_type: int) -> tuple[bytes, TopicRouteData] | None:
-    """(body, route): the route body decode_route last decoded for the topic, and its route."""
-    return _decoded_routes.get((topic, serialize_type))
+def last_decoded_routes(topics: list[str], serialize_type: int) -> list[tuple[bytes, TopicRouteData] | None]:
+    """(body, route) per topic: the route body decode_route last decoded for it, and its route."""
+    get = _decoded_routes.get
+    return [get((topic, serialize_type)) for topic in topics]
 
 
 def _pull_result(response: RemotingCommand) -> PullResult:

@@ -95,7 +95,7 @@ class CoastingRoutePoll:
         if coaster is None:
             return False
         answers = coaster.answers(sample, self.topics)
-        if answers is None or any(not (body is mine or body == mine) for body, mine in zip(answers, held)):
+        if answers is None or answers != held:  # (a list compares its items by identity first)
             self.stream.end_coasting(-math.inf, -math.inf)
             return False
         self.coaster, self.answers = coaster, answers
@@ -110,19 +110,17 @@ class CoastingRoutePoll:
         """The route bodies whose fetch would change nothing here, one per topic: the route cache
         holds the very route decoded from it, it came over this channel last time, and no member
         waits for it. None when a topic has none."""
-        instance = self.instance
+        instance, topics = self.instance, self.topics
         source = (instance.api.namesrv.chosen, self.client)
-        cached, fetched_from = instance.route_cache.topic_route_table, instance._fetched_from
-        members = instance.producers + instance.consumers
-        bodies = []
-        for topic in self.topics:
-            held = client_api.last_decoded_route(topic, serialize_type)
-            if held is None or cached.get(topic) is not held[1] or fetched_from.get(topic) != source:
+        cached, fetched_from = instance.route_cache.topic_route_table.get, instance._fetched_from.get
+        held = client_api.last_decoded_routes(topics, serialize_type)
+        for topic, decoded in zip(topics, held):
+            if decoded is None or cached(topic) is not decoded[1] or fetched_from(topic) != source:
                 return None
-            if any(member.needs_route(topic) for member in members):
+        for member in instance.producers + instance.consumers:
+            if any(map(member.needs_route, topics)):
                 return None
-            bodies.append(held[0])
-        return bodies
+        return [decoded[0] for decoded in held]
 
     def count_arrivals(self, now: float) -> None:
         """The NameServer's count of the queries that reached it by `now`."""

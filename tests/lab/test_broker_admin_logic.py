@@ -70,3 +70,15 @@ def test_a_count_for_an_earlier_second_lands_in_that_second():
     assert stats.pulls_miss_tps(130.9)[0] == 0.1  # 130 alone in the last 10 s
     assert stats.pulls_miss_tps(130.9)[1] == 3 / 60  # 100, 115 and 130 in the last 60 s
     assert stats.pulls_miss_tps(710.0)[2] == 2 / 600  # the last 600 s, from 111: 115 and 130
+
+
+def test_renewals_counted_at_once_read_as_counted_one_by_one():
+    # A coasting pull's renewals are counted together when someone looks (a drain: 40 each).
+    renewals = [100.2 + 15.003 * i for i in range(200)]  # 3,000 s: old seconds are pruned on the way
+    one_by_one, at_once = BrokerStats(boot=0.0), BrokerStats(boot=0.0)
+    for at in renewals:
+        one_by_one.on_pull(at, False)
+    at_once.on_pulls_missed(renewals)
+    assert at_once.pulls_miss.total == one_by_one.pulls_miss.total == 200
+    for now in (renewals[-1], renewals[-1] + 5, renewals[-1] + 300):
+        assert at_once.pulls_miss_tps(now) == one_by_one.pulls_miss_tps(now) != (0.0, 0.0, 0.0)

@@ -73,6 +73,19 @@ def test_membership_changes_are_reported_and_repeated_heartbeats_are_not():
     assert manager.get_all_channel("cg") == ["chan-b", "chan-a"]
 
 
+def test_a_groups_subscriptions_follow_each_heartbeat_even_one_it_has_seen_before():
+    def subscriptions(**versions):
+        return tuple({"topic": topic, "subVersion": version} for topic, version in versions.items())
+
+    manager, a, b = ConsumerManager(), subscriptions(T=1, U=1), subscriptions(T=2)
+    for client, subs, now in (("a", a, 0), ("a", a, 30), ("b", b, 31)):
+        manager.register_consumer(consumer(topics=("T", "U"))._replace(subscriptions=subs), client, client, now)
+    table = manager.consumer_table["cg"].subscription_table
+    assert table == {"T": {"topic": "T", "subVersion": 2}}  # b names T alone, with a newer version
+    manager.register_consumer(consumer(topics=("T", "U"))._replace(subscriptions=a), "a", "a", now=60)
+    assert table == {"T": {"topic": "T", "subVersion": 2}, "U": {"topic": "U", "subVersion": 1}}  # a's U again
+
+
 def test_a_reconnected_client_is_listed_once():
     manager = ConsumerManager()
     manager.register_consumer(consumer(), "a", "old", now=0)
