@@ -115,6 +115,9 @@ class RouteInfoManager:
         self.filter_server_table: dict[str, list[str]] = {}
         # Bumped on every change a route or cluster read could see; lets readers cache encodings.
         self.generation = 0
+        # Bumped only when topic_queue_table changes: a reader copying the 2,000-topic table need
+        # not copy it again when a slave registers or a broker's dataVersion moves.
+        self.topic_queue_generation = 0
         self._queue_data_pool: dict[QueueData, QueueData] = {}
         # The Java HashMaps' table lengths, for their iteration order (java_order.py); a table never
         # shrinks. Top level: 4.9.8's constructor sizes (topicQueueTable 1024, brokerAddrTable 128,
@@ -263,6 +266,7 @@ class RouteInfoManager:
         topic_queue_table = self.topic_queue_table
         log_new = log.isEnabledFor(logging.INFO)
         by_fields: dict[tuple, QueueData] = {}
+        changed = False
         for topic_config in topic_configs:
             # TopicConfig is (topic_name, read_queue_nums, write_queue_nums, perm, topic_filter_type,
             # topic_sys_flag, order): QueueData takes fields 1-3 and 5.
@@ -275,12 +279,16 @@ class RouteInfoManager:
             queue_map = topic_queue_table.get(topic)
             if queue_map is None:
                 topic_queue_table[topic] = {broker_name: queue_data}
+                changed = True
                 if log_new:
                     log.info("new topic registered, %s %s", topic, queue_data)
-            else:
+            elif queue_map.get(broker_name) is not queue_data:  # (pooled: the same fields, the same object)
                 queue_map[broker_name] = queue_data
+                changed = True
                 if len(queue_map) > 12:  # past a default HashMap's threshold: note its growth
                     self._inner_grew("queues", topic, len(queue_map))
+        if changed:
+            self.topic_queue_generation += 1
         self._grew("topics", len(topic_queue_table))
 
     def is_broker_topic_config_changed(self, broker_addr: str, data_version: DataVersion) -> bool:
@@ -398,6 +406,7 @@ class RouteInfoManager:
         for topic in emptied:
             del self.topic_queue_table[topic]
             self._inner_gone("queues", topic)
+        self.topic_queue_generation += 1
         return emptied
 
     # --- reads ------------------------------------------------------------------------------------
@@ -496,6 +505,7 @@ class RouteInfoManager:
                 count += 1
         if count:
             self.generation += 1
+            self.topic_queue_generation += 1
         return count
 
     def delete_topic(self, topic: str, cluster_name: str | None = None) -> None:
@@ -511,3 +521,4 @@ class RouteInfoManager:
             self.topic_queue_table.pop(topic, None)
             self._inner_gone("queues", topic)
         self.generation += 1
+        self.topic_queue_generation += 1

@@ -118,10 +118,13 @@ class Cluster:
         if server is None:
             return
         routes = server.routes
-        key = (routes.generation, tuple((a, live.data_version) for a, live in routes.broker_live_table.items()))
+        key = (routes.generation, tuple((a, live.data_version) for a, live in routes.broker_live_table.items()),
+               routes.topic_queue_generation)
         if self._tables_key.get(name) != key:
-            self._tables_key[name] = key
-            tables = snapshot(routes)
+            previous_key, self._tables_key[name] = self._tables_key.get(name), key
+            previous = self._tables.get(name)
+            same_topics = previous is not None and previous_key[2] == routes.topic_queue_generation
+            tables = snapshot(routes, previous["topicQueueTable"] if same_topics else None)
             changed = changed_tables(self._tables.get(name), tables)
             if changed:
                 self.events.emit(name, "ns.tables", **changed)

@@ -13,14 +13,18 @@ from nameserver.routes import RouteInfoManager
 TABLES = ("topicQueueTable", "brokerAddrTable", "clusterAddrTable", "brokerLiveTable", "filterServerTable")
 
 
-def snapshot(routes: RouteInfoManager) -> dict:
-    """Everything but heartbeat times, which change every 30 s and travel in `ns.register` events."""
-    return {
-        "topicQueueTable": {
+def snapshot(routes: RouteInfoManager, topic_queue_table: dict | None = None) -> dict:
+    """Everything but heartbeat times, which change every 30 s and travel in `ns.register` events.
+    topic_queue_table: the table's snapshot as it stands, when the caller knows it has not changed
+    (RouteInfoManager.topic_queue_generation) — shared, never changed."""
+    if topic_queue_table is None:
+        topic_queue_table = {
             topic: {name: [qd.read_queue_nums, qd.write_queue_nums, qd.perm, qd.topic_sys_flag]
                     for name, qd in queue_map.items()}
             for topic, queue_map in routes.topic_queue_table.items()
-        },
+        }
+    return {
+        "topicQueueTable": topic_queue_table,
         "brokerAddrTable": {
             name: {"cluster": bd.cluster, "brokerAddrs": {str(i): a for i, a in bd.broker_addrs.items()}}
             for name, bd in routes.broker_addr_table.items()
@@ -39,7 +43,8 @@ def changed_tables(previous: dict | None, tables: dict) -> dict:
     its last record left them; None before its first, when all five go)."""
     if previous is None:
         return tables
-    return {name: table for name, table in tables.items() if previous.get(name) != table}
+    return {name: table for name, table in tables.items()
+            if previous.get(name) is not table and previous.get(name) != table}
 
 
 def merge_tables(tables: dict, record: dict) -> dict:
