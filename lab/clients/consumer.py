@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import logging
+from typing import Callable
 
 import trio
 
@@ -240,8 +241,9 @@ class Consumer:
     async def do_rebalance(self) -> None:
         """Every topic, one after another. While a topic's assignment stays as it is and its broker's
         channel is open, the next topic's member list is asked from the reply callback of the one
-        before (_rebalance_by_callbacks): 2,000 topics wake this task once. It steps in for a topic
-        that must wait (a route refresh, a connect) or whose assignment changes."""
+        before (_rebalance_by_callbacks), and a topic's new queues are added from callbacks too:
+        2,000 topics wake this task once. It steps in for a topic that must wait (a route refresh,
+        a connect) or that takes queues away (their offsets are persisted first)."""
         topics, at = self.topics, 0
         while at < len(topics):
             at, stopped_at = await self._rebalance_by_callbacks(topics, at)
@@ -251,23 +253,27 @@ class Consumer:
 
     async def rebalance_by_topic(self, topic: str, begun: tuple = ()) -> None:
         """Without the queues or the member list, the assignment stays as it is. `begun`: as far
-        as the callbacks got with this topic — (its queues, the broker picked to ask), and the
-        members it answered."""
-        if len(begun) == 3:
-            mq_set, _, cid_all = begun
+        as the callbacks got with this topic — (its queues, the broker picked to ask), the
+        members it answered, and (the new queues not added yet, whether some were, where the
+        first of them stopped) when they began adding queues."""
+        if len(begun) >= 3:
+            mq_set, _, cid_all = begun[:3]
         else:
             mq_set = begun[0] if begun else self.topic_subscribe_info_table.get(topic)
             cid_all = await self.instance.find_consumer_id_list(topic, self.consumer_group, *begun[1:])
         if not mq_set or not cid_all:
             return
         allocated = allocate_averagely(self.instance.client_id, mq_set, cid_all)
-        if await self.update_process_queue_table(topic, allocated):
-            self.node.emit("consumer.rebalance", topic=topic, queues=[str(mq) for mq in allocated],
-                           consumers=len(cid_all))
+        remaining, added, stopped_at = begun[3:] if len(begun) == 6 else (None, False, None)
+        if await self.update_process_queue_table(topic, allocated, remaining, stopped_at) or added:
+            self._rebalanced(topic, allocated, cid_all)
+
+    def _rebalanced(self, topic: str, allocated: list[MessageQueue], cid_all: tuple[str, ...]) -> None:
+        self.node.emit("consumer.rebalance", topic=topic, queues=[str(mq) for mq in allocated], consumers=len(cid_all))
 
     async def _rebalance_by_callbacks(self, topics: list[str], at: int) -> tuple[int, tuple]:
-        """Rebalance topics[at:] from reply callbacks while that needs no wait and changes nothing;
-        (where it stopped, what it learnt of that topic: (mq_set, broker asked, members) so far)."""
+        """Rebalance topics[at:] from reply callbacks while that needs no wait and takes no queue
+        away; (where it stopped, what it learnt of that topic so far: see rebalance_by_topic)."""
         round_ = CallbackRound(at)
         may_coast = True  # once per call: after an interrupted coast the round goes call by call
 
@@ -294,9 +300,27 @@ class Consumer:
                 return  # the client stopping: as an abandoned call's reply
             topic = topics[round_.at]
             if mq_set and cid_all and not self.keeps_queues(topic, mq_set, cid_all):
-                round_.stop((mq_set, addr, cid_all))  # the task moves queues: persists, queries
+                allocated = allocate_averagely(self.instance.client_id, mq_set, cid_all)
+                if not self.process_queue_table.assigned(topic) <= set(allocated):
+                    round_.stop((mq_set, addr, cid_all))  # the task takes queues away: persists their offsets
+                    return
+                fresh = [mq for mq in allocated if mq not in self.process_queue_table]
+                self._add_by_callbacks(fresh, 0, lambda: round_.given_up, functools.partial(
+                    on_added, topic, (mq_set, addr, cid_all), allocated, fresh))
                 return
             self._coast_refused = False
+            round_.at += 1
+            ask_next()
+
+        def on_added(topic: str, begun: tuple, allocated: list, fresh: list, at: int, added: bool,
+                     stopped_at: object) -> None:
+            if round_.given_up:
+                return
+            if at < len(fresh):
+                round_.stop((*begun, fresh[at:], added, stopped_at))  # the task adds the rest, waiting as it must
+                return
+            if added:
+                self._rebalanced(topic, allocated, begun[2])
             round_.at += 1
             ask_next()
 
@@ -315,26 +339,31 @@ class Consumer:
         self._kept[topic] = (mq_set, cid_all)
         return True
 
-    async def update_process_queue_table(self, topic: str, allocated: list[MessageQueue]) -> bool:
+    async def update_process_queue_table(self, topic: str, allocated: list[MessageQueue],
+                                         remaining: list[MessageQueue] | None = None,
+                                         stopped_at: object = None) -> bool:
         """Queues taken away are dropped and their offsets persisted; new ones get an offset (one
         query after another, as RocketMQ's) and their first pull. The new ones go by reply
         callbacks while no wait is needed (_add_by_callbacks): 80,000 queues assigned when a large
-        cluster starts wake no task each."""
+        cluster starts wake no task each. `remaining`: the new queues the rebalance round's
+        callbacks left to add (having taken none away), the first `stopped_at` where they stopped."""
         changed = False
-        keep = set(allocated)
-        taken_away = [mq for mq in self.process_queue_table.of_topic(topic) if mq not in keep]
-        if taken_away:
-            self.instance.channels.wake_coasting()  # their held pulls are not sent again
-        for mq in taken_away:
-            self.process_queue_table.pop(mq).drop()
-            await self.persist(mq)  # so the next owner starts where this one stopped
-            self.offset_store.remove_offset(mq)
-            changed = True
-        fresh = [mq for mq in allocated if mq not in self.process_queue_table]
+        if remaining is None:
+            keep = set(allocated)
+            taken_away = [mq for mq in self.process_queue_table.of_topic(topic) if mq not in keep]
+            if taken_away:
+                self.instance.channels.wake_coasting()  # their held pulls are not sent again
+            for mq in taken_away:
+                self.process_queue_table.pop(mq).drop()
+                await self.persist(mq)  # so the next owner starts where this one stopped
+                self.offset_store.remove_offset(mq)
+                changed = True
+        fresh = [mq for mq in allocated if mq not in self.process_queue_table] if remaining is None else remaining
         at = 0
         while at < len(fresh):
-            at, added, stopped_at = await self._add_by_callbacks(fresh, at)
-            changed |= added
+            if at or remaining is None:
+                at, added, stopped_at = await self._added_by_callbacks(fresh, at)
+                changed |= added
             if at < len(fresh):
                 mq = fresh[at]
                 if stopped_at == "max_offset":  # its broker has no offset for the group
@@ -357,32 +386,40 @@ class Consumer:
             self._pull_task(mq, pq, trouble)
         return True
 
-    async def _add_by_callbacks(self, fresh: list[MessageQueue], at: int) -> tuple[int, bool, object]:
-        """Add fresh[at:] from reply callbacks while their brokers' channels are open and cached;
-        (where it stopped, whether any was added, "max_offset" when that queue's offset query is
-        answered and its max offset must be asked by the task)."""
+    async def _added_by_callbacks(self, fresh: list[MessageQueue], at: int) -> tuple[int, bool, object]:
+        """_add_by_callbacks, for a task: what it comes to."""
         round_ = CallbackRound(at)
+        return await round_.run(lambda: self._add_by_callbacks(
+            fresh, at, lambda: round_.given_up, lambda *outcome: round_.stop(outcome)))
+
+    def _add_by_callbacks(self, fresh: list[MessageQueue], at: int, given_up: Callable[[], bool],
+                          done: Callable[[int, bool, object], None]) -> None:
+        """Add fresh[at:] from reply callbacks while their brokers' channels are open and cached;
+        then done(where it stopped, whether any was added, "max_offset" when that queue's offset
+        query is answered and its max offset must be asked by a task). A reply after given_up()
+        is ignored, as an abandoned call's is."""
         added = False
         api, group = self.instance.api, self.consumer_group
 
         def add_next() -> None:
-            if round_.at >= len(fresh):
-                round_.stop()
+            nonlocal at
+            if at >= len(fresh):
+                done(at, added, None)
                 return
-            mq = fresh[round_.at]
+            mq = fresh[at]
             self.offset_store.remove_offset(mq)
             found = self.instance.route_cache.find_broker_address_in_subscribe(mq.broker_name, MASTER_ID, True)
             if found is None:
-                round_.stop()  # the task refreshes the route
+                done(at, added, None)  # the task refreshes the route
                 return
             try:
                 api.query_consumer_offset_async(found.broker_addr, group, mq, OFFSET_RPC_TIMEOUT,
                                                 functools.partial(on_offset, mq))
             except RemotingError:  # no open channel: the task connects
-                round_.stop()
+                done(at, added, None)
 
         def on_offset(mq: MessageQueue, result: int | Exception) -> None:
-            if round_.given_up:
+            if given_up():
                 return
             if isinstance(result, int):
                 added_with(mq, result)
@@ -399,10 +436,10 @@ class Consumer:
                 try:
                     api.get_max_offset_async(addr, mq, MAX_OFFSET_TIMEOUT, functools.partial(on_max_offset, mq))
                 except RemotingError:  # no open channel: the task connects
-                    round_.stop("max_offset")
+                    done(at, added, "max_offset")
 
         def on_max_offset(mq: MessageQueue, result: int | Exception) -> None:
-            if round_.given_up:
+            if given_up():
                 return
             if not isinstance(result, int):
                 log.info("%s: max offset of %s unknown: %s", self.instance.client_id, mq, result)
@@ -410,13 +447,12 @@ class Consumer:
             added_with(mq, result)
 
         def added_with(mq: MessageQueue, next_offset: int) -> None:
-            nonlocal added
+            nonlocal added, at
             added |= self._add_queue(mq, next_offset)
-            round_.at += 1
+            at += 1
             add_next()
 
-        stopped_at = await round_.run(add_next)
-        return round_.at, added, stopped_at
+        add_next()
 
     # --- offsets --------------------------------------------------------------------------------------
 
