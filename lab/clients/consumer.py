@@ -186,6 +186,9 @@ class Consumer:
         self.coast = None  # the rebalance round's calls coasting (coasting.CoastingRebalance), if they are
         self._coast_refused = False  # the last try found nothing to coast: wait for a topic kept as it is
         self._kept: dict[str, tuple] = {}  # topic -> (mq_set, members) keeps_queues found kept
+        # From the start of shutdown: a reply that lands while it persists and leaves the group
+        # (an offset query, a member list) gives it no queue, as RocketMQ's stopped consume service.
+        self.stopping = False
         self.process_queue_table.on_change = self._queues_changed
 
     # --- life cycle -------------------------------------------------------------------------------
@@ -198,6 +201,7 @@ class Consumer:
 
     async def shutdown(self) -> None:
         """Stop pulling, persist every offset, leave the group (its brokers tell the others)."""
+        self.stopping = True
         self.instance.consumers.remove(self)
         self.instance.channels.wake_coasting()  # no held pull of ours is sent again
         for pq in self.process_queue_table.values():
@@ -245,7 +249,7 @@ class Consumer:
         2,000 topics wake this task once. It steps in for a topic that must wait (a route refresh,
         a connect) or that takes queues away (their offsets are persisted first)."""
         topics, at = self.topics, 0
-        while at < len(topics):
+        while at < len(topics) and not self.stopping:
             at, stopped_at = await self._rebalance_by_callbacks(topics, at)
             if at < len(topics):
                 await self.rebalance_by_topic(topics[at], stopped_at)
@@ -265,7 +269,8 @@ class Consumer:
             return
         allocated = allocate_averagely(self.instance.client_id, mq_set, cid_all)
         remaining, added, stopped_at = begun[3:] if len(begun) == 6 else (None, False, None)
-        if await self.update_process_queue_table(topic, allocated, remaining, stopped_at) or added:
+        if (await self.update_process_queue_table(topic, allocated, remaining, stopped_at) or added) \
+                and not self.stopping:
             self._rebalanced(topic, allocated, cid_all)
 
     def _rebalanced(self, topic: str, allocated: list[MessageQueue], cid_all: tuple[str, ...]) -> None:
@@ -296,7 +301,7 @@ class Consumer:
                 round_.stop((mq_set, addr))
 
         def on_answer(mq_set, addr: str, cid_all: list[str] | None) -> None:
-            if round_.given_up:
+            if round_.given_up or self.stopping:
                 return  # the client stopping: as an abandoned call's reply
             topic = topics[round_.at]
             if mq_set and cid_all and not self.keeps_queues(topic, mq_set, cid_all):
@@ -305,7 +310,7 @@ class Consumer:
                     round_.stop((mq_set, addr, cid_all))  # the task takes queues away: persists their offsets
                     return
                 fresh = [mq for mq in allocated if mq not in self.process_queue_table]
-                self._add_by_callbacks(fresh, 0, lambda: round_.given_up, functools.partial(
+                self._add_by_callbacks(fresh, 0, lambda: round_.given_up or self.stopping, functools.partial(
                     on_added, topic, (mq_set, addr, cid_all), allocated, fresh))
                 return
             self._coast_refused = False
@@ -314,7 +319,7 @@ class Consumer:
 
         def on_added(topic: str, begun: tuple, allocated: list, fresh: list, at: int, added: bool,
                      stopped_at: object) -> None:
-            if round_.given_up:
+            if round_.given_up or self.stopping:
                 return
             if at < len(fresh):
                 round_.stop((*begun, fresh[at:], added, stopped_at))  # the task adds the rest, waiting as it must
@@ -378,7 +383,7 @@ class Consumer:
     def _add_queue(self, mq: MessageQueue, next_offset: int) -> bool:
         """Into processQueueTable with its first pull out; not without an offset (the next
         rebalance tries again)."""
-        if next_offset < 0:
+        if next_offset < 0 or self.stopping:
             return False
         pq = self.process_queue_table[mq] = ProcessQueue(next_offset)
         trouble = self._pull(mq, pq)
@@ -390,7 +395,7 @@ class Consumer:
         """_add_by_callbacks, for a task: what it comes to."""
         round_ = CallbackRound(at)
         return await round_.run(lambda: self._add_by_callbacks(
-            fresh, at, lambda: round_.given_up, lambda *outcome: round_.stop(outcome)))
+            fresh, at, lambda: round_.given_up or self.stopping, lambda *outcome: round_.stop(outcome)))
 
     def _add_by_callbacks(self, fresh: list[MessageQueue], at: int, given_up: Callable[[], bool],
                           done: Callable[[int, bool, object], None]) -> None:

@@ -13,6 +13,7 @@ import trio
 from chaos.links import Toxic
 from chaos.requests import RequestFault
 from lab.broker import admin
+from lab.clients.api import MQClientAPI
 from lab.clients.consumer import Consumer
 from lab.clients.errors import MQClientError
 from lab.clients.instance import MQClientInstance
@@ -366,3 +367,57 @@ async def test_a_queue_whose_offset_query_went_unanswered_comes_with_a_later_reb
     await trio.sleep(1)
     consumed = [e["msg_id"] for e in lab.events("consumer.consume", node="consumer-0")]
     assert sorted(consumed) == sorted(old | new)
+
+
+# --- a consumer leaving while its callbacks are out ------------------------------------------------
+
+async def leave_while_offset_queries_are_out(lab: ClientLab, monkeypatch) -> None:
+    """consumer-1 joins consumer-0's group and stops as soon as its first QUERY_CONSUMER_OFFSET is
+    out: the replies that land while it stops must not give it a queue, nor consumer-0 fewer."""
+    await lab.start_cluster(masters=("broker-a", "broker-b"))
+    producer = await lab.producer()
+    stayer = await lab.consumer("consumer-0")
+    await lab.wait_until(lambda: len(lab.assignment("consumer-0")) == 8)
+    leaving: dict = {}  # "since": the mark when it began to stop; then "late" replies, queries "asked"
+    original_add, original_query = Consumer._add_by_callbacks, MQClientAPI.query_consumer_offset_async
+
+    def add_then_leave(self, *args, **kwargs):
+        original_add(self, *args, **kwargs)
+        if self.node.name == "consumer-1" and "since" not in leaving:
+            leaving["since"] = lab.mark()
+            lab.sim.nursery.start_soon(self.shutdown)
+
+    def query_noting_late_replies(self, addr, group, mq, timeout, on_result):
+        if "since" in leaving and self is leaver.instance.api:
+            leaving["asked"] = leaving.get("asked", 0) + 1
+
+        def noting(result):
+            if "since" in leaving and self is leaver.instance.api:
+                leaving["late"] = leaving.get("late", 0) + 1
+            on_result(result)
+        original_query(self, addr, group, mq, timeout, noting)
+
+    monkeypatch.setattr(Consumer, "_add_by_callbacks", add_then_leave)
+    monkeypatch.setattr(MQClientAPI, "query_consumer_offset_async", query_noting_late_replies)
+    node = lab.node("consumer-1", consumeFromWhere="CONSUME_FROM_FIRST_OFFSET")
+    leaver = Consumer(node, lab.instance(node), [TOPIC])
+    await leaver.start()
+    await lab.wait_until(lambda: "since" in leaving and not leaver.instance.channels._clients)
+    assert leaving.get("late"), "no offset query was answered while consumer-1 stopped: nothing to judge"
+    assert not leaver.process_queue_table
+    assert not leaving.get("asked"), "a stopping consumer went on asking offsets"
+    assert lab.events("consumer.rebalance", leaving["since"], node="consumer-1") == [], \
+        "a stopping consumer took queues"
+
+    await lab.wait_until(lambda: len(lab.assignment("consumer-0")) == 8 and len(stayer.process_queue_table) == 8)
+    acked = await send_all(producer, 16)
+    await lab.wait_until(lambda: acked <= lab.consumed(node="consumer-0"), timeout=30)
+    assert not lab.consumed(leaving["since"], node="consumer-1")
+
+
+async def test_a_consumer_stopping_with_offset_queries_out_takes_no_queue(lab, autojump_clock, monkeypatch):
+    await leave_while_offset_queries_are_out(lab, monkeypatch)
+
+
+async def test_over_real_sockets_a_consumer_stopping_with_offset_queries_out_takes_no_queue(tcp, monkeypatch):
+    await leave_while_offset_queries_are_out(ClientLab(tcp), monkeypatch)
