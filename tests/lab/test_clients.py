@@ -380,12 +380,20 @@ async def leave_while_offset_queries_are_out(lab: ClientLab, monkeypatch) -> Non
     await lab.wait_until(lambda: len(lab.assignment("consumer-0")) == 8)
     leaving: dict = {}  # "since": the mark when it began to stop; then "late" replies, queries "asked"
     original_add, original_query = Consumer._add_by_callbacks, MQClientAPI.query_consumer_offset_async
+    # Every reply a link's latency after its request: the stop, asked for while the first query is
+    # out, begins before any reply lands, whatever order trio runs the ready tasks in (with no
+    # latency the reply and the stop were ready at one instant, and the scheduler chose).
+    lab.sim.network.links.base_latency = 0.001
+
+    async def leave(consumer: Consumer) -> None:
+        leaving["since"] = lab.mark()
+        await consumer.shutdown()
 
     def add_then_leave(self, *args, **kwargs):
         original_add(self, *args, **kwargs)
-        if self.node.name == "consumer-1" and "since" not in leaving:
-            leaving["since"] = lab.mark()
-            lab.sim.nursery.start_soon(self.shutdown)
+        if self.node.name == "consumer-1" and "asked_to_stop" not in leaving:
+            leaving["asked_to_stop"] = True
+            lab.sim.nursery.start_soon(leave, self)
 
     def query_noting_late_replies(self, addr, group, mq, timeout, on_result):
         if "since" in leaving and self is leaver.instance.api:
