@@ -22,6 +22,7 @@ from .config import ConfigError, load_config
 from .control.faults import LabControl, vocabulary
 from .control.feed import EventFeed
 from .events import read_events
+from .run import lifeline
 from .run.runner import RunOptions, collector_tuned_for_a_run, deterministic_scheduling, make_clock, run_cluster
 from .tui import launch
 from .pipeline.cli import add_commands as add_pipeline_commands
@@ -354,6 +355,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def entry() -> None:
     """The `nslab` console script: main() in a process of its own."""
+    lifeline.from_environment()  # started by `nslab serve`: end with it
     code = main()
     # Exiting, the interpreter garbage-collects every object left: ~50 ms after a run. Frozen, they
     # are skipped; exit handlers, thread joins, stdio flushing and module teardown still run. Garbage

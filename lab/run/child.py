@@ -12,14 +12,12 @@ unchanged. The stream is msgpack records; one is {"listening": address} once the
 
 Links still pass the parent's relays: the child dials a peer's address at the relay port the
 parent gave for that link, so partitions and toxics apply. Its store is a file in the run dir, so a
-restart (a new process) finds the messages. It dies with the parent (PR_SET_PDEATHSIG).
+restart (a new process) finds the messages. It dies with the parent (lab/run/lifeline.py).
 """
 
 from __future__ import annotations
 
-import ctypes
 import json
-import os
 import signal
 import sys
 from pathlib import Path
@@ -31,22 +29,10 @@ from chaos.links import Links
 from chaos.network import TcpNetwork
 
 from .cluster import Cluster
+from .lifeline import die_with_parent
 from .supervisor import describe
 from lab.config import LabConfig, apply_table
 from lab.events import EventLog, pack_record
-
-PR_SET_PDEATHSIG = 1
-
-
-def die_with_parent(parent: int) -> None:
-    """SIGKILL this process when the parent dies, even by SIGKILL (Linux; elsewhere a no-op)."""
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    except (OSError, AttributeError):
-        return
-    if os.getppid() != parent:  # the parent died before prctl took effect
-        os._exit(1)
-
 
 class PipeEvents(EventLog):
     """Events written to the parent, one msgpack record each, flushed at once; the parent stamps t."""
