@@ -7,6 +7,10 @@ Consistency: every method runs to completion without yielding, and the trio serv
 inside one, so a route read can never observe half of a registration — the role RocketMQ's
 read-write lock plays.
 
+Cost: a removal touches only the removed broker's own rows. Indexes (an address's broker names and
+channel, a broker name's clusters and topics, each key's insertion position) stand in for 4.9.8's
+walks over every table, so expiring thousands of silent brokers is linear, not quadratic.
+
 Order: the tables are dicts (insertion order; dicts as ordered sets). Where 4.9.8's HashMap order
 reaches the wire or decides an outcome (topic lists, cluster info, route lists, which cluster loses a
 broker name), the `java_*` methods derive it from the insertion order and each map's capacity
@@ -126,6 +130,19 @@ class RouteInfoManager:
         # ("addrs", brokerName); an inner map's entry goes when Java drops the map.
         self._capacity = {"topics": 1024, "brokers": 128, "clusters": 32, "live": 256}
         self._inner_capacity: dict[tuple[str, str], int] = {}
+        # Indexes, so that a removal costs the removed broker's rows only. Each is checked against
+        # the tables where it is read, so a stale entry only costs a look.
+        self._names_at: dict[str, dict[str, None]] = {}  # broker address -> names whose brokerAddrs hold it
+        self._clusters_of: dict[str, dict[str, None]] = {}  # broker name -> clusters listing it
+        self._topics_of: dict[str, dict[str, None]] = {}  # broker name -> topics with its QueueData
+        self._addrs_on: dict[object, dict[str, None]] = {}  # channel -> live addresses registered on it
+        # (table, key) -> when the key went in: the insertion order a subset is put in before
+        # hashmap_order, without walking the whole table.
+        self._position: dict[tuple[str, str], int] = {}
+        self._inserted = 0
+        # The rows touched since take_changes last ran, (table, key) in the order first touched;
+        # None until track_changes (only the lab's event log asks).
+        self._changes: dict[tuple[str, object], None] | None = None
 
     # --- Java HashMap capacities ----------------------------------------------------------------
 
@@ -144,6 +161,36 @@ class RouteInfoManager:
 
     def _inner_gone(self, kind: str, key: str) -> None:
         self._inner_capacity.pop((kind, key), None)
+
+    def _insert(self, table: str, key: str) -> None:
+        self._inserted += 1
+        self._position[(table, key)] = self._inserted
+
+    def _java_first(self, table: str, keys) -> str:
+        """The first of some keys of a top-level table in its Java order (the subset, put in
+        insertion order, keeps its place in the whole: hashmap_order is a stable sort)."""
+        keys = sorted(keys, key=lambda k: self._position.get((table, k), 0))
+        return hashmap_order(keys, self._capacity[table])[0]
+
+    # --- the rows changed (the lab's event log) ---------------------------------------------------
+
+    def track_changes(self) -> None:
+        """Note, from now on, every row a change touches, for take_changes."""
+        self._changes = {}
+
+    def take_changes(self) -> list[tuple[str, object]] | None:
+        """The rows touched since the last call, as (table, key) in the order first touched, with
+        4.9.8's table names; a key of topicQueueTable is (topic, brokerName), of clusterAddrTable
+        (cluster, brokerName). A touched row may be unchanged. None when nothing is tracked: the
+        caller must compare every row."""
+        if self._changes is None:
+            return None
+        changes, self._changes = list(self._changes), {}
+        return changes
+
+    def _touch(self, table: str, key: object) -> None:
+        if self._changes is not None:
+            self._changes[(table, key)] = None
 
     # --- Java iteration orders --------------------------------------------------------------------
 
@@ -208,23 +255,36 @@ class RouteInfoManager:
                 # fails to decode leaves the tables untouched, as RocketMQ decodes before registering.
                 topic_configs = list(topic_config_table.values())
 
-        names = self.cluster_addr_table.setdefault(cluster_name, {})
+        names = self.cluster_addr_table.get(cluster_name)
+        if names is None:
+            names = self.cluster_addr_table[cluster_name] = {}
+            self._insert("clusters", cluster_name)
         if broker_name not in names:
             names[broker_name] = None
+            self._clusters_of.setdefault(broker_name, {})[cluster_name] = None
+            self._touch("clusterAddrTable", (cluster_name, broker_name))
             self.generation += 1
             self._grew("clusters", len(self.cluster_addr_table))
             self._inner_grew("cluster", cluster_name, len(names))
 
         if broker_data is None:
             broker_data = self.broker_addr_table[broker_name] = BrokerData(cluster_name, broker_name)
+            self._insert("brokers", broker_name)
+            self._touch("brokerAddrTable", broker_name)
             self._grew("brokers", len(self.broker_addr_table))
         addrs = broker_data.broker_addrs
         # One ip:port appears under one id only: a slave switched to master drops its old id.
         for other_id in [i for i, a in addrs.items() if a == broker_addr and i != broker_id]:
             del addrs[other_id]
+            self._touch("brokerAddrTable", broker_name)
             self.generation += 1
-        if addrs.get(broker_id) != broker_addr:
+        old_addr = addrs.get(broker_id)
+        if old_addr != broker_addr:
+            if old_addr is not None:
+                self._drop_name_at(old_addr, broker_name)
             addrs[broker_id] = broker_addr
+            self._names_at.setdefault(broker_addr, {})[broker_name] = None
+            self._touch("brokerAddrTable", broker_name)
             self.generation += 1
             self._inner_grew("addrs", broker_name, len(addrs))
 
@@ -237,15 +297,24 @@ class RouteInfoManager:
         previous = self.broker_live_table.get(broker_addr)
         self.broker_live_table[broker_addr] = BrokerLiveInfo(now, data_version, channel, ha_server_addr)
         if previous is None:
+            self._insert("live", broker_addr)
             self._grew("live", len(self.broker_live_table))
             log.info("new broker registered, %s HAServer: %s", broker_addr, ha_server_addr)
+        if previous is None or previous.channel is not channel:
+            if previous is not None:
+                self._drop_addr_on(previous.channel, broker_addr)
+            self._addrs_on.setdefault(channel, {})[broker_addr] = None
+        if previous is None or previous.data_version != data_version or previous.ha_server_addr != ha_server_addr:
+            self._touch("brokerLiveTable", broker_addr)
 
         if filter_server_list is not None:
             if filter_server_list:
                 if self.filter_server_table.get(broker_addr) != filter_server_list:
                     self.filter_server_table[broker_addr] = list(filter_server_list)
+                    self._touch("filterServerTable", broker_addr)
                     self.generation += 1
             elif self.filter_server_table.pop(broker_addr, None) is not None:
+                self._touch("filterServerTable", broker_addr)
                 self.generation += 1
 
         ha_addr = master_addr = None
@@ -266,6 +335,8 @@ class RouteInfoManager:
         topic_queue_table = self.topic_queue_table
         log_new = log.isEnabledFor(logging.INFO)
         by_fields: dict[tuple, QueueData] = {}
+        own_topics = self._topics_of.setdefault(broker_name, {})
+        touched = [] if self._changes is not None else None
         changed = False
         for topic_config in topic_configs:
             # TopicConfig is (topic_name, read_queue_nums, write_queue_nums, perm, topic_filter_type,
@@ -279,16 +350,25 @@ class RouteInfoManager:
             queue_map = topic_queue_table.get(topic)
             if queue_map is None:
                 topic_queue_table[topic] = {broker_name: queue_data}
+                self._insert("topics", topic)
+                own_topics[topic] = None
                 changed = True
+                if touched is not None:
+                    touched.append(topic)
                 if log_new:
                     log.info("new topic registered, %s %s", topic, queue_data)
             elif queue_map.get(broker_name) is not queue_data:  # (pooled: the same fields, the same object)
                 queue_map[broker_name] = queue_data
+                own_topics[topic] = None
                 changed = True
+                if touched is not None:
+                    touched.append(topic)
                 if len(queue_map) > 12:  # past a default HashMap's threshold: note its growth
                     self._inner_grew("queues", topic, len(queue_map))
         if changed:
             self.topic_queue_generation += 1
+        for topic in touched or ():
+            self._touch("topicQueueTable", (topic, broker_name))
         self._grew("topics", len(topic_queue_table))
 
     def is_broker_topic_config_changed(self, broker_addr: str, data_version: DataVersion) -> bool:
@@ -309,16 +389,18 @@ class RouteInfoManager:
     def unregister_broker(
         self, cluster_name: str, broker_addr: str, broker_name: str, broker_id: int
     ) -> RemovedBroker:
-        self.broker_live_table.pop(broker_addr, None)
-        self.filter_server_table.pop(broker_addr, None)
+        self._drop_live(broker_addr)
+        self._drop_filter_servers(broker_addr)
         removed = RemovedBroker(broker_addr, "unregistered", broker_name, broker_id, cluster_name)
         broker_data = self.broker_addr_table.get(broker_name)
         if broker_data is not None:
             # 4.9.8 removes by id, whatever address that id holds.
-            broker_data.broker_addrs.pop(broker_id, None)
+            gone_addr = broker_data.broker_addrs.pop(broker_id, None)
+            if gone_addr is not None:
+                self._drop_name_at(gone_addr, broker_name)
+                self._touch("brokerAddrTable", broker_name)
             if not broker_data.broker_addrs:
-                del self.broker_addr_table[broker_name]
-                self._inner_gone("addrs", broker_name)
+                self._drop_broker_name(broker_name)
                 removed.broker_name_removed = True
         if removed.broker_name_removed:
             self._remove_from_cluster(cluster_name, broker_name)
@@ -332,7 +414,7 @@ class RouteInfoManager:
         caller must close."""
         removed = []
         for addr in expired_brokers(self.broker_live_table, self.broker_channel_expired_time, now):
-            live = self.broker_live_table.pop(addr)
+            live = self._drop_live(addr)
             log.warning("The broker channel expired, %s %.0fms", addr,
                         self.broker_channel_expired_time * 1000)
             removed.append((self._remove_broker_addr(addr, "expired"), live.channel))
@@ -340,74 +422,129 @@ class RouteInfoManager:
 
     def on_channel_destroy(self, channel: object, remote_addr: str) -> RemovedBroker | None:
         """A connection closed, failed or went idle: remove the broker that registered on it."""
-        # The first live entry on this channel in Java's order; ordering only the matches (a stable
-        # sort of a subset keeps its relative order) spares every disconnect a sort of the table.
-        matches = [addr for addr, live in self.broker_live_table.items() if live.channel is channel]
+        # The first live entry on this channel in Java's order, found from the channel's own entries.
+        matches = [addr for addr in self._addrs_on.get(channel, ())
+                   if (live := self.broker_live_table.get(addr)) is not None and live.channel is channel]
         # else RocketMQ's fallback: the peer address, which rarely matches anything
-        broker_addr = hashmap_order(matches, self._capacity["live"])[0] if matches else remote_addr
+        broker_addr = self._java_first("live", matches) if matches else remote_addr
         if broker_addr not in self.broker_live_table and not self._owner_of(broker_addr):
             return None
-        self.broker_live_table.pop(broker_addr, None)
+        self._drop_live(broker_addr)
         log.info("the broker's channel destroyed, %s, clean it's data structure at once", broker_addr)
         return self._remove_broker_addr(broker_addr, "channel_closed")
 
     def _owner_of(self, broker_addr: str) -> tuple[BrokerData, int] | None:
         """The first BrokerData holding the address, and its id there, in Java's order: 4.9.8's
         onChannelDestroy walks brokerAddrTable, then each brokerAddrs, and stops at the first."""
-        holders = [(data, broker_id) for data in self.broker_addr_table.values()
-                   for broker_id, addr in data.broker_addrs.items() if addr == broker_addr]
-        if len(holders) <= 1:  # nearly always: no order to decide
-            return holders[0] if holders else None
-        for broker_name in self.java_broker_names():
-            broker_data = self.broker_addr_table[broker_name]
-            for broker_id in self.java_broker_ids(broker_name):
-                if broker_data.broker_addrs[broker_id] == broker_addr:
-                    return broker_data, broker_id
-        return None
+        holders = [name for name in self._names_at.get(broker_addr, ())
+                   if name in self.broker_addr_table
+                   and broker_addr in self.broker_addr_table[name].broker_addrs.values()]
+        if not holders:
+            return None
+        # A name holds an address under one id only (register_broker), so the first name decides.
+        broker_data = self.broker_addr_table[self._java_first("brokers", holders)]
+        return broker_data, next(i for i, a in broker_data.broker_addrs.items() if a == broker_addr)
 
     def _remove_broker_addr(self, broker_addr: str, reason: str) -> RemovedBroker:
-        self.filter_server_table.pop(broker_addr, None)
+        self._drop_filter_servers(broker_addr)
         removed = RemovedBroker(broker_addr, reason)
         owner = self._owner_of(broker_addr)
         if owner is not None:
             broker_data, broker_id = owner
+            name = broker_data.broker_name
             del broker_data.broker_addrs[broker_id]
-            removed.broker_name = broker_data.broker_name
+            self._drop_name_at(broker_addr, name)
+            self._touch("brokerAddrTable", name)
+            removed.broker_name = name
             removed.broker_id = broker_id
             removed.cluster_name = broker_data.cluster
             if not broker_data.broker_addrs:
-                del self.broker_addr_table[broker_data.broker_name]
-                self._inner_gone("addrs", broker_data.broker_name)
+                self._drop_broker_name(name)
                 removed.broker_name_removed = True
                 # The header names no cluster here: 4.9.8 removes the name from the first cluster
                 # holding it in clusterAddrTable's HashMap order (a name in two clusters stays in
                 # the others).
-                for cluster_name in self.java_clusters():
-                    if broker_data.broker_name in self.cluster_addr_table[cluster_name]:
-                        self._remove_from_cluster(cluster_name, broker_data.broker_name)
-                        break
-                removed.removed_topics = self._remove_topic_by_broker_name(broker_data.broker_name)
+                cluster_name = self._cluster_holding(name)
+                if cluster_name is not None:
+                    self._remove_from_cluster(cluster_name, name)
+                removed.removed_topics = self._remove_topic_by_broker_name(name)
         self.generation += 1
         return removed
 
-    def _remove_from_cluster(self, cluster_name: str, broker_name: str) -> None:
-        names = self.cluster_addr_table.get(cluster_name)
+    def _cluster_holding(self, broker_name: str) -> str | None:
+        """The first cluster listing the name, in clusterAddrTable's Java order."""
+        clusters = [c for c in self._clusters_of.get(broker_name, ())
+                    if broker_name in self.cluster_addr_table.get(c, ())]
+        return self._java_first("clusters", clusters) if clusters else None
+
+    def _drop_live(self, broker_addr: str) -> BrokerLiveInfo | None:
+        live = self.broker_live_table.pop(broker_addr, None)
+        if live is not None:
+            self._position.pop(("live", broker_addr), None)
+            self._drop_addr_on(live.channel, broker_addr)
+            self._touch("brokerLiveTable", broker_addr)
+        return live
+
+    def _drop_addr_on(self, channel: object, broker_addr: str) -> None:
+        addrs = self._addrs_on.get(channel)
+        if addrs is not None:
+            addrs.pop(broker_addr, None)
+            if not addrs:
+                del self._addrs_on[channel]
+
+    def _drop_filter_servers(self, broker_addr: str) -> None:
+        if self.filter_server_table.pop(broker_addr, None) is not None:
+            self._touch("filterServerTable", broker_addr)
+
+    def _drop_name_at(self, broker_addr: str, broker_name: str) -> None:
+        names = self._names_at.get(broker_addr)
         if names is not None:
             names.pop(broker_name, None)
             if not names:
+                del self._names_at[broker_addr]
+
+    def _drop_broker_name(self, broker_name: str) -> None:
+        """brokerAddrTable loses a name whose last address went."""
+        del self.broker_addr_table[broker_name]
+        self._position.pop(("brokers", broker_name), None)
+        self._inner_gone("addrs", broker_name)
+        self._touch("brokerAddrTable", broker_name)
+
+    def _remove_from_cluster(self, cluster_name: str, broker_name: str) -> None:
+        names = self.cluster_addr_table.get(cluster_name)
+        if names is not None and broker_name in names:
+            del names[broker_name]
+            self._touch("clusterAddrTable", (cluster_name, broker_name))
+            clusters = self._clusters_of.get(broker_name)
+            if clusters is not None:
+                clusters.pop(cluster_name, None)
+                if not clusters:
+                    del self._clusters_of[broker_name]
+            if not names:
                 del self.cluster_addr_table[cluster_name]
+                self._position.pop(("clusters", cluster_name), None)
                 self._inner_gone("cluster", cluster_name)
 
     def _remove_topic_by_broker_name(self, broker_name: str) -> list[str]:
+        """The broker's queues go from its own topics; returns the topics left empty, in the
+        table's order."""
         emptied = []
-        for topic, queue_map in self.topic_queue_table.items():
-            if queue_map.pop(broker_name, None) is not None and not queue_map:
-                emptied.append(topic)
+        for topic in self._topics_of.pop(broker_name, ()):
+            queue_map = self.topic_queue_table.get(topic)
+            if queue_map is not None and queue_map.pop(broker_name, None) is not None:
+                self._touch("topicQueueTable", (topic, broker_name))
+                if not queue_map:
+                    emptied.append(topic)
+        emptied.sort(key=lambda t: self._position.get(("topics", t), 0))
         for topic in emptied:
-            del self.topic_queue_table[topic]
-            self._inner_gone("queues", topic)
+            self._drop_topic(topic)
         self.topic_queue_generation += 1
         return emptied
+
+    def _drop_topic(self, topic: str) -> None:
+        del self.topic_queue_table[topic]
+        self._position.pop(("topics", topic), None)
+        self._inner_gone("queues", topic)
 
     # --- reads ------------------------------------------------------------------------------------
 
@@ -498,27 +635,32 @@ class RouteInfoManager:
 
     def _operate_write_perm(self, broker_name: str, new_perm) -> int:
         count = 0
-        for queue_map in self.topic_queue_table.values():
+        for topic, queue_map in self.topic_queue_table.items():
             queue_data = queue_map.get(broker_name)
             if queue_data is not None:
                 queue_map[broker_name] = queue_data._replace(perm=new_perm(queue_data.perm))
                 count += 1
+                self._touch("topicQueueTable", (topic, broker_name))
         if count:
             self.generation += 1
             self.topic_queue_generation += 1
         return count
 
     def delete_topic(self, topic: str, cluster_name: str | None = None) -> None:
-        if cluster_name:
-            queue_map = self.topic_queue_table.get(topic)
-            if queue_map is not None:
-                for broker_name in self.cluster_addr_table.get(cluster_name, {}):
-                    queue_map.pop(broker_name, None)
-                if not queue_map:
-                    del self.topic_queue_table[topic]
-                    self._inner_gone("queues", topic)
+        queue_map = self.topic_queue_table.get(topic)
+        if queue_map is not None:
+            if cluster_name:  # the cluster's brokers, looked up from the topic's (the fewer)
+                names = self.cluster_addr_table.get(cluster_name, {})
+                gone = [name for name in queue_map if name in names]
+            else:
+                gone = list(queue_map)
+            for broker_name in gone:
+                del queue_map[broker_name]
+                self._topics_of.get(broker_name, {}).pop(topic, None)
+                self._touch("topicQueueTable", (topic, broker_name))
+            if not queue_map:
+                self._drop_topic(topic)
         else:
-            self.topic_queue_table.pop(topic, None)
             self._inner_gone("queues", topic)
         self.generation += 1
         self.topic_queue_generation += 1

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nameserver.routes import DataVersion, QueueData, TopicConfig
+from nameserver.routes import DataVersion, QueueData, RouteInfoManager, TopicConfig
 
 A0, A1 = "10.0.0.1:10911", "10.0.1.1:10911"  # h.addr("broker-a", 0), h.addr("broker-a", 1)
 B0 = "10.0.0.2:10911"  # h.addr("broker-b", 0)
@@ -667,3 +667,194 @@ def test_the_topic_table_generation_moves_with_the_topic_table_alone(routes, h):
     assert not moved(lambda: routes.unregister("broker-a", 0))  # its slave keeps broker-a's topics
     assert moved(lambda: routes.unregister("broker-a", 1))
     assert "T1" not in rim.topic_queue_table
+
+
+# --- cost: a removal touches the removed broker's rows only (issue 34) ------------------------------
+
+class _Counting(dict):
+    """A table that counts the entries any walk over it visits, and fails past a budget (so the
+    walking code of old fails at once rather than after billions of steps)."""
+
+    visited = 0
+    budget = 0
+
+    def _count(self, it):
+        for x in it:
+            _Counting.visited += 1
+            if _Counting.visited > _Counting.budget:
+                raise AssertionError(f"a walk over the tables passed {_Counting.budget} entries")
+            yield x
+
+    def __iter__(self):
+        return self._count(super().__iter__())
+
+    def keys(self):
+        return list(self._count(super().keys()))
+
+    def values(self):
+        return list(self._count(super().values()))
+
+    def items(self):
+        return list(self._count(super().items()))
+
+
+def _silent_brokers(h, count: int):
+    """`count` brokers with distinct names, one topic each, all in DefaultCluster; walks of the
+    tables are counted from then on."""
+    routes = h.Routes()
+    for i in range(count):
+        name = f"flood-{i}"
+        routes.register(name, 0, broker_addr=f"10.9.{i // 250}.{i % 250}:10911", table=h.topics(f"T{i}"),
+                        channel=routes.channel("flood"), now=0)
+    rim = routes.rim
+    for table in ("topic_queue_table", "broker_addr_table", "cluster_addr_table", "broker_live_table",
+                  "filter_server_table"):
+        setattr(rim, table, _Counting(getattr(rim, table)))
+    _Counting.visited = 0
+    return routes
+
+
+@pytest.mark.parametrize("removal", ["unregister", "channel closed"])
+def test_removing_one_broker_visits_none_of_the_5000_others(h, removal):
+    routes = _silent_brokers(h, 5000)
+    routes.register("broker-a", 0, table=h.topics("TopicTest", "T7"), now=0)
+    _Counting.visited, _Counting.budget = 0, 50
+
+    if removal == "unregister":
+        removed = routes.unregister("broker-a", 0)
+    else:
+        removed = routes.rim.on_channel_destroy(routes.channel(A0), "x")
+
+    assert (removed.broker_name, removed.broker_name_removed, removed.removed_topics) == ("broker-a", True, ["TopicTest"])
+    assert "broker-a" not in routes.rim.broker_addr_table and list(routes.rim.topic_queue_table["T7"]) == ["flood-7"]
+    assert _Counting.visited <= 50
+
+
+def test_a_scan_expiring_5000_silent_brokers_walks_the_live_table_once(h):
+    routes = _silent_brokers(h, 5000)
+    _Counting.visited, _Counting.budget = 0, 3 * 5000
+
+    removed = routes.rim.scan_not_active_broker(now=121)
+
+    assert len(removed) == 5000 and all(r.broker_name_removed for r, _ in removed)
+    assert not routes.rim.broker_addr_table and not routes.rim.topic_queue_table and not routes.rim.cluster_addr_table
+    assert _Counting.visited <= 3 * 5000
+
+
+class _WalkingRouteInfoManager(RouteInfoManager):
+    """4.9.8's way, as this manager did it before its indexes: every lookup a walk over the tables,
+    in Java's order. The reference the indexed lookups must agree with."""
+
+    def _owner_of(self, broker_addr):
+        for broker_name in self.java_broker_names():
+            for broker_id in self.java_broker_ids(broker_name):
+                if self.broker_addr_table[broker_name].broker_addrs[broker_id] == broker_addr:
+                    return self.broker_addr_table[broker_name], broker_id
+        return None
+
+    def _cluster_holding(self, broker_name):
+        return next((c for c in self.java_clusters() if broker_name in self.cluster_addr_table[c]), None)
+
+    def _remove_topic_by_broker_name(self, broker_name):
+        emptied = []
+        for topic, queue_map in self.topic_queue_table.items():
+            if queue_map.pop(broker_name, None) is not None and not queue_map:
+                emptied.append(topic)
+        for topic in emptied:
+            del self.topic_queue_table[topic]
+            self._inner_gone("queues", topic)
+        self.topic_queue_generation += 1
+        return emptied
+
+    def on_channel_destroy(self, channel, remote_addr):
+        matches = [a for a in self.java_order_live() if self.broker_live_table[a].channel is channel]
+        broker_addr = matches[0] if matches else remote_addr
+        if broker_addr not in self.broker_live_table and not self._owner_of(broker_addr):
+            return None
+        self.broker_live_table.pop(broker_addr, None)
+        return self._remove_broker_addr(broker_addr, "channel_closed")
+
+    def java_order_live(self):
+        from nameserver.java_order import hashmap_order
+        return hashmap_order(self.broker_live_table, self._capacity["live"])
+
+
+def _indexes_of(rim) -> tuple:
+    """The indexes as the tables say they must be."""
+    names_at, clusters_of, topics_of, addrs_on = {}, {}, {}, {}
+    for name, bd in rim.broker_addr_table.items():
+        for a in bd.broker_addrs.values():
+            names_at.setdefault(a, set()).add(name)
+    for cluster, names in rim.cluster_addr_table.items():
+        for name in names:
+            clusters_of.setdefault(name, set()).add(cluster)
+    for topic, queue_map in rim.topic_queue_table.items():
+        for name in queue_map:
+            topics_of.setdefault(name, set()).add(topic)
+    for a, live in rim.broker_live_table.items():
+        addrs_on.setdefault(live.channel, set()).add(a)
+    return names_at, clusters_of, topics_of, addrs_on
+
+
+def _held_indexes(rim) -> tuple:
+    return tuple({k: set(v) for k, v in index.items() if v}
+                 for index in (rim._names_at, rim._clusters_of, rim._topics_of, rim._addrs_on))
+
+
+def _removal(r):
+    return None if r is None else (r.broker_addr, r.reason, r.broker_name, r.broker_id, r.cluster_name,
+                                   r.broker_name_removed, r.removed_topics)
+
+
+_shared_names = st.sampled_from(["broker-a", "broker-b", "broker-c"])
+_shared_ops = st.one_of(
+    # an address may be registered under several names, a name in several clusters, one channel
+    # may carry several addresses: the cases where Java's order picks the winner
+    st.tuples(st.just("register"), _shared_names, st.integers(0, 1), st.sampled_from(["x:1", "x:2", "x:3"]),
+              st.sampled_from(["C1", "C2", "C3"]), st.sampled_from(["ch1", "ch2"]), st.integers(1, 3),
+              st.lists(st.sampled_from(["T1", "T2", "T3", "T4"]), max_size=3)),
+    st.tuples(st.just("unregister"), _shared_names, st.integers(0, 1), st.sampled_from(["x:1", "x:2", "x:3"]),
+              st.sampled_from(["C1", "C2", "C3"])),
+    st.tuples(st.just("scan"), st.integers(0, 200)),
+    st.tuples(st.just("close"), st.sampled_from(["ch1", "ch2", "ch3"]), st.sampled_from(["x:1", "x:9"])),
+    st.tuples(st.just("delete"), st.sampled_from(["T1", "T2"]), st.sampled_from([None, "C1", "C2"])),
+    st.tuples(st.just("wipe"), _shared_names),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_shared_ops, max_size=30))
+def test_indexed_removals_agree_with_walking_every_table(h, ops):
+    """Property: the same results, tables (in their order) and Java-ordered answers as the walks,
+    and indexes that hold exactly what the tables say (none left behind to grow)."""
+    ours, walking = RouteInfoManager(), _WalkingRouteInfoManager()
+    channels = {name: h.Channel(name) for name in ("ch1", "ch2", "ch3")}
+    now = 0.0
+    for op in ops:
+        now += 10
+        kind, *args = op
+        results = []
+        for rim in (ours, walking):
+            if kind == "register":
+                name, broker_id, broker_addr, cluster, channel, counter, names = args
+                result = rim.register_broker(cluster, broker_addr, name, broker_id, "ha", DataVersion(1, counter),
+                                             h.topics(*names), None, channels[channel], now)
+            elif kind == "unregister":
+                name, broker_id, broker_addr, cluster = args
+                result = _removal(rim.unregister_broker(cluster, broker_addr, name, broker_id))
+            elif kind == "scan":
+                result = [(_removal(r), ch) for r, ch in rim.scan_not_active_broker(now + args[0])]
+            elif kind == "close":
+                result = _removal(rim.on_channel_destroy(channels[args[0]], args[1]))
+            elif kind == "delete":
+                result = rim.delete_topic(*args)
+            else:
+                result = rim.wipe_write_perm_of_broker(args[0])
+            results.append(result)
+        assert results[0] == results[1], op
+        for table in ("topic_queue_table", "broker_addr_table", "cluster_addr_table", "broker_live_table",
+                      "filter_server_table"):
+            assert list(getattr(ours, table).items()) == list(getattr(walking, table).items()), (op, table)
+        assert ours.java_cluster_info() == walking.java_cluster_info()
+        assert ours.get_all_topic_list() == walking.get_all_topic_list()
+        assert _held_indexes(ours) == _indexes_of(ours), op
