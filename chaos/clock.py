@@ -16,6 +16,8 @@ from typing import Callable
 
 import trio
 
+from .trio_internals import current_runner
+
 Callback = Callable[[], None]
 
 
@@ -50,15 +52,6 @@ class Timers:
 MAX_TIMER_ROUNDS = 100  # timers run in one go at most, so trio still polls I/O now and then
 
 
-def _runner():
-    """trio's runner, for its run queue and deadlines: private, so anything unexpected turns the
-    shortcut off rather than breaking the clock."""
-    runner = getattr(trio._core._run.GLOBAL_RUN_CONTEXT, "runner", None)
-    if hasattr(runner, "runq") and hasattr(getattr(runner, "deadlines", None), "next_deadline"):
-        return runner
-    return None
-
-
 class VirtualClock(trio.abc.Clock):
     """Virtual time (what MockClock(autojump_threshold=0) gives): as soon as no task can run, time
     jumps to whatever comes first, trio's next deadline or the next timer — and due timers run
@@ -86,7 +79,7 @@ class VirtualClock(trio.abc.Clock):
         # this loop turns once per simulated moment.)
         runner = self._runner
         if runner is None:  # a clock serves one run: its runner, once
-            runner = self._runner = _runner()
+            runner = self._runner = current_runner()
         heap = self.timers._heap
         for _ in range(MAX_TIMER_ROUNDS):
             due = heap[0][0] if heap and heap[0][0] < deadline else deadline

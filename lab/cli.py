@@ -13,6 +13,7 @@ from pathlib import Path
 
 import trio
 
+from chaos.trio_internals import deterministic_scheduling
 from nameserver import cli as nameserver_cli
 
 # lab.control.scenarios and chaos.scenario are imported by the commands that use them: `nslab up` without a
@@ -23,7 +24,7 @@ from .control.faults import LabControl, vocabulary
 from .control.feed import EventFeed
 from .events import read_events
 from .run import lifeline
-from .run.runner import RunOptions, collector_tuned_for_a_run, deterministic_scheduling, make_clock, run_cluster
+from .run.runner import RunOptions, collector_tuned_for_a_run, make_clock, run_cluster
 from .tui import launch
 from .pipeline.cli import add_commands as add_pipeline_commands
 from .workshop.cli import add_commands as add_workshop_commands

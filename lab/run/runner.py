@@ -24,6 +24,7 @@ import trio
 from chaos.clock import VirtualClock
 from chaos.links import Links
 from chaos.network import Network, SimNetwork, TcpNetwork
+from chaos.trio_internals import deterministic_scheduling
 
 from .cluster import Cluster
 from lab.clients.api import forget_decoded
@@ -64,20 +65,6 @@ def make_clock(options: RunOptions):
     if options.sim:
         return VirtualClock()
     return None  # real time
-
-
-def deterministic_scheduling(seed: int) -> None:
-    # trio shuffles same-moment wakeups with a module RNG; this switch sorts them by task creation
-    # before a seeded shuffle (what pytest-trio and Hypothesis use for reproducible runs). Both are
-    # trio's private names: a trio release that renames them must fail loudly here, not quietly
-    # make simulated runs differ from seed to seed. pyproject.toml bounds trio to the versions the
-    # suite ran with.
-    run_module = trio._core._run
-    if not hasattr(run_module, "_ALLOW_DETERMINISTIC_SCHEDULING") or not hasattr(run_module, "_r"):
-        raise RuntimeError(f"trio {trio.__version__} has no deterministic scheduling switch: simulated runs "
-                           "would not repeat; use the trio version pyproject.toml names")
-    run_module._ALLOW_DETERMINISTIC_SCHEDULING = True
-    run_module._r.seed(seed)
 
 
 def make_network(options: RunOptions, config: LabConfig, nursery: trio.Nursery) -> Network:

@@ -36,7 +36,8 @@ from lab.control import live
 from ..config import LabConfig
 from lab.control.faults import vocabulary
 from lab.control.feed import EventFeed
-from lab.run.runner import RunOptions, deterministic_scheduling, make_clock, run_cluster
+from chaos.trio_internals import deterministic_scheduling
+from lab.run.runner import RunOptions, make_clock, run_cluster
 from lab.control.scenarios import Play, live_play
 from .source import STEP, Source
 
