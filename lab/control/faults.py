@@ -49,6 +49,10 @@ class LabControl:
 
     def validate(self, fault: Fault) -> None:
         validate(fault, self.known_nodes(), {b.broker_name for b in self.cluster.topology.brokers})
+        if fault.verb in ("ns-down", "ns-up") and not self._nameservers(fault):
+            target = fault.nodes[0]
+            raise FaultError(f"{fault.verb}: {'every NameServer is' if target == 'all' else f'{target} is'} "
+                             f"already {'down' if fault.verb == 'ns-down' else 'up'}")
 
     # --- applying ---------------------------------------------------------------------------------
 
@@ -128,21 +132,24 @@ class LabControl:
                 ("" if len(fault.nodes) == 2 else " and any peer")
         return f"{toxic.describe()} on the links of {' and '.join(fault.nodes)}"
 
-    def _nameservers(self, target: str) -> list[str]:
-        return [name for name, _ in self.cluster.topology.nameservers] if target == "all" else [target]
+    def _nameservers(self, fault: Fault) -> list[str]:
+        """The NameServers an ns-down or ns-up changes: of those named, the ones up or down."""
+        target = fault.nodes[0]
+        named = [name for name, _ in self.cluster.topology.nameservers] if target == "all" else [target]
+        nodes = self.cluster.supervisor.nodes
+        return [n for n in named if nodes[n].running == (fault.verb == "ns-down")]
 
     async def _ns_down(self, fault: Fault) -> str:
-        names = self._nameservers(fault.nodes[0])
+        names = self._nameservers(fault)
         for name in names:
             await self._kill_node(name)
         return f"{', '.join(names)} down"
 
     async def _ns_up(self, fault: Fault) -> str:
-        names = [n for n in self._nameservers(fault.nodes[0])
-                 if not self.cluster.supervisor.nodes[n].running]
+        names = self._nameservers(fault)
         for name in names:
             await self.cluster.supervisor.start(name)
-        return f"{', '.join(names) or 'no NameServer'} up (empty tables until brokers register)"
+        return f"{', '.join(names)} up (empty tables until brokers register)"
 
     async def _operate_write_perm(self, fault: Fault, code: int, count_key: str) -> str:
         broker_name = fault.nodes[0]

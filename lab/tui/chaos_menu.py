@@ -46,13 +46,16 @@ def targets(verb: str, model: LabModel) -> list[tuple[str, str]]:
     elif verb == "unfreeze":
         picked = [v for v in up if v.frozen]
     elif verb == "restart":
-        picked = nodes
+        picked = [v for v in nodes if v.state != "up"] + [v for v in nodes if v.state == "up"]  # the down first
     elif verb == "grow-topics":
         picked = [v for v in up if v.role == "broker"]
     elif verb in ("ns-down", "ns-up"):
         wanted = verb == "ns-down"
         nameservers = [v for v in nodes if v.role == "nameserver" and (v.state == "up") == wanted]
-        return [("all", "every NameServer")] + [(v.name, f"{v.name}  {v.shown_state}") for v in nameservers]
+        if not nameservers:
+            return []  # every NameServer is already down (up): nothing to offer
+        every = "every NameServer" if verb == "ns-down" else "every NameServer that is down"
+        return [("all", every)] + [(v.name, f"{v.name}  {v.shown_state}") for v in nameservers]
     elif verb in ("wipe-perm", "add-perm"):
         groups = sorted({b.broker_name for b in model.brokers.values() if b.broker_name})
         return [(g, f"{g}  (on every NameServer)") for g in groups]

@@ -194,3 +194,37 @@ def test_every_request_fault_preset_is_a_fault_the_vocabulary_reads():
 
     parsed = [vocabulary().parse_words(["toxic", "broker-a-0", *words]).toxic for words in TOXICS.values()]
     assert {t.kind for t in parsed if isinstance(t, RequestFault)} == set(KINDS)
+
+
+def test_bringing_up_nameservers_that_are_up_does_nothing_and_says_so():
+    async def body(pilot):
+        model = pilot.app.source.model
+        await started(pilot)
+        await pilot.press("N")
+        await wait_until(pilot, lambda: "nothing to ns-up right now" in screen_text(pilot.app),
+                         "N with every NameServer up says there is nothing to do")
+        assert not isinstance(pilot.app.screen, PickScreen)
+        await pilot.app.run_chaos(["ns-up", "all"])  # as `nslab chaos ns-up all` would
+        await wait_until(pilot, lambda: "every NameServer is already up" in screen_text(pilot.app),
+                         "ns-up all is refused")
+        assert "ns-up" not in {r.get("verb") for r in model.events("chaos.fault")}, \
+            "the story records an ns-up that changed nothing"
+
+    run_app(live_app(), body)
+
+
+def test_the_restart_dialog_offers_the_node_that_is_down_first():
+    async def body(pilot):
+        model = pilot.app.source.model
+        await started(pilot)
+        await pilot.press("k")
+        await choose(pilot, ["broker-b-0"])
+        await wait_until(pilot, lambda: model.nodes["broker-b-0"].state == "killed", "broker-b-0 is killed")
+        await pilot.press("r")
+        await wait_until(pilot, lambda: isinstance(pilot.app.screen, PickScreen), "the restart dialog")
+        await pilot.press("enter")  # the first offer
+        await wait_until(pilot, lambda: model.nodes["broker-b-0"].state == "up", "broker-b-0 is up again")
+        restarted = [r["nodes"] for r in model.events("chaos.fault") if r.get("verb") == "restart"]
+        assert restarted == [["broker-b-0"]], f"restart went to {restarted}, not the node that was down"
+
+    run_app(live_app(), body)
