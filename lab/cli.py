@@ -147,6 +147,10 @@ def _fail(command: str, error: Exception, code: int = 2) -> int:
 # --- nslab up -----------------------------------------------------------------------------------
 
 def run_up(args: argparse.Namespace) -> int:
+    try:
+        live.runtime_dir()  # where `nslab chaos` will reach it: refused now, if not the user's own
+    except live.LiveError as e:
+        return _fail("up", e)
     play = None
     if args.scenario:
         if args.headless:
@@ -320,6 +324,8 @@ def run_chaos(args: argparse.Namespace) -> int:
         extra = "".join(f"  {k}={','.join(v) if isinstance(v, list) else v}" for k, v in row.items()
                         if k not in ("node", "role", "state", "address"))
         print(f"  {row['node']:<12} {row['role']:<10} {row['state']:<10} {row['address'] or '-':<22}{extra}")
+    for error in reply.get("control_errors", []):  # what went wrong answering other clients
+        print(f"control error: {error}")
     viewers = reply.get("viewers")  # `nslab attach` views and browser tabs on this lab, when any
     if viewers and (viewers["attached"] or viewers["dropped"] or viewers["errors"]):
         print(f"viewers: {viewers['attached']} attached"

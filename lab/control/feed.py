@@ -14,6 +14,8 @@ reorder a simulated run's own tasks and change its records. Here the run only ca
 packs the record and appends it to buffers under a lock; accepting and sending happen in threads
 the run never waits for. A viewer that stops reading is bounded (LAG bytes behind, STALL seconds
 on one send), then dropped with its reason kept in `dropped` (`nslab chaos status` shows it).
+Only this user's processes are served (the socket is mode 0600 in the private runtime folder, and a
+peer of another uid is refused), at most MAX_VIEWERS at once; the reasons kept are the last KEPT.
 
 Every record so far is kept for the next viewer to catch up from: the piece being filled in
 memory, full pieces in an unlinked temporary file (a large cluster writes 5 MB of records a
@@ -32,6 +34,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from lab.events import pack_record
+from .private import peer_uid
 
 LAG = 16 * 1024 * 1024  # bytes of new records a viewer may be behind before it is dropped
 STALL = 30.0  # seconds one send to a viewer may take before it is dropped
@@ -39,6 +42,8 @@ CHUNK = 64 * 1024  # the history is kept in pieces of about this size: a new vie
 COALESCE = 0.05  # s a sender waits after each send for records to gather: ≤ 20 wake-ups a second
 FLUSH = 2.0  # s the lab waits, as it ends, for viewers to get the last records
 ACCEPT_POLL = 0.2  # s: how soon the accepting thread notices the feed closing
+MAX_VIEWERS = 256  # at once: each costs a thread; one more is closed at once, the reason kept
+KEPT = 100  # reasons kept in `dropped` and in `errors`: a flood of viewers must not grow them
 
 
 class _Spilled(NamedTuple):
@@ -124,7 +129,7 @@ class EventFeed:
         if viewer.dropped is not None:
             return
         viewer.dropped = reason
-        self.dropped.append(reason)
+        _keep(self.dropped, reason)
         if viewer in self._viewers:
             self._viewers.remove(viewer)
         viewer.pending.clear()
@@ -162,15 +167,26 @@ class EventFeed:
             except TimeoutError:
                 continue
             except OSError as e:
-                if not self._closed:  # the listener closed under us is the normal end
-                    self.errors.append(f"accept: {e}")
-                return
+                if self._closed:  # the listener closed under us is the normal end
+                    return
+                with self._lock:  # out of descriptors, say: said, then tried again a little later
+                    _keep(self.errors, f"accept: {e}")
+                time.sleep(ACCEPT_POLL)
+                continue
             number += 1
             sock.settimeout(self.stall)
+            uid = peer_uid(sock)
             with self._lock:
                 if self._closed:
                     sock.close()
                     return
+                refused = (f"viewer {number} refused: uid {uid} is not the lab's user" if uid not in (None, os.getuid())
+                           else f"viewer {number} refused: {MAX_VIEWERS} viewers attached"
+                           if len(self._viewers) >= MAX_VIEWERS else None)
+                if refused:
+                    _keep(self.dropped, refused)
+                    sock.close()
+                    continue
                 # The history and the registration under one lock: no record is missed or sent twice.
                 backlog = [*self._chunks, bytes(self._current)]
                 viewer = _Viewer(sock, backlog, self._lock, number)
@@ -242,3 +258,9 @@ class EventFeed:
         with self._lock:
             for viewer in list(self._viewers):
                 self._drop(viewer, f"viewer {viewer.number} still had records when the lab ended")
+
+
+def _keep(reasons: list[str], reason: str) -> None:
+    """With the lock held: the reason, and the last KEPT before it."""
+    reasons.append(reason)
+    del reasons[:-KEPT]
