@@ -117,6 +117,8 @@ def build_parser() -> argparse.ArgumentParser:
                                                          "0.0.0.0 for the room)")
     sv.add_argument("--port", type=int, default=8000, help="port (default %(default)s; 0 picks a free one)")
     sv.add_argument("--allow-control", action="store_true", help="viewers may drive the lab too")
+    sv.add_argument("--max-sessions", type=int, default=launch.MAX_SESSIONS, metavar="N",
+                    help="browser tabs at once, one kept for the teacher's link (default %(default)s; ~45 MB each)")
     sv.add_argument("--config", type=Path, metavar="FILE", help="cluster configuration (TOML)")
     sv.add_argument("--sim", action="store_true", help="simulated network and virtual time")
     sv.add_argument("--processes", action="store_true", help="each NameServer and broker as its own process")

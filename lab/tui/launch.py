@@ -4,6 +4,9 @@
 from __future__ import annotations
 
 TUI_SPEED = 4.0  # the UI's default: a 120 s expiry takes 30 s on screen
+# `nslab serve`'s tabs at once: each is an `nslab attach` process of ~45 MB, so ~1.1 GB at the cap,
+# room for a class on a laptop without letting whoever reaches the page exhaust its memory.
+MAX_SESSIONS = 24
 
 
 def run_tui(config, options, play=None) -> int:

@@ -13,6 +13,15 @@ watches without being given the link. The websocket only answers a page of this 
 and on loopback only under a loopback name (Host: no DNS rebinding). Every asset is served from
 textual-serve's package (its page's one remote link, Google Fonts, is replaced by the fonts it
 ships: lab/tui/web/app_index.html), so a room offline works.
+
+At most --max-sessions tabs at once (each is a process of ~45 MB), one seat of them kept for the
+teacher's key: anyone who can reach a keyless loopback page cannot exhaust the machine's memory, nor
+lock the teacher out.
+
+The lab and every tab end with `nslab serve`, however it ends: on SIGINT, SIGTERM or SIGHUP (its
+terminal closed) it stops the lab gracefully and closes the tabs; if it is killed outright, the
+lab gets SIGTERM and the tabs SIGKILL from the kernel (lab/run/lifeline.py). Both are forked from
+the event loop's thread, the main one, as that mechanism needs.
 """
 
 from __future__ import annotations
@@ -22,6 +31,7 @@ import asyncio
 import hmac
 import ipaddress
 import logging
+import os
 import secrets
 import shlex
 import signal
@@ -36,6 +46,7 @@ from textual_serve.app_service import AppService
 from textual_serve.server import Server, to_int
 
 from lab.control import live
+from lab.run import lifeline
 from lab.tui.launch import TUI_SPEED
 
 LAB_START = 60.0  # s for the lab to start listening
@@ -75,22 +86,34 @@ class Access:
         """(the teacher's URL, the viewers')."""
         return f"{base}/?key={self.control_key}", f"{base}/" + (f"?key={self.view_key}" if self.view_key else "")
 
+    def is_teacher(self, key: str | None) -> bool:
+        return bool(key) and hmac.compare_digest(key, self.control_key)
+
 
 def attach_command(pid: int, role: str) -> str:
-    """What each tab runs (textual-serve starts it with a shell)."""
+    """What each tab runs. textual-serve starts it with a shell: `exec`, so the process is this
+    server's own child (a shell between them would outlive the server, and the tab with it)."""
     words = [sys.executable, "-m", "lab.cli", "attach", "--lab", str(pid)]
-    return shlex.join(words if role == "control" else [*words, "--read-only"])
+    return "exec " + shlex.join(words if role == "control" else [*words, "--read-only"])
+
+
+class Tab(AppService):
+    """One tab's `nslab attach`, killed by the kernel if this server dies (it holds nothing to save)."""
+
+    def _build_environment(self, width: int = 80, height: int = 24) -> dict[str, str]:
+        return {**super()._build_environment(width, height), **lifeline.environment(signal.SIGKILL)}
 
 
 class LabServer(Server):
     """textual-serve's server with nslab's access rules and a page that fetches nothing remote."""
 
-    def __init__(self, lab_pid: int, access: Access, host: str, port: int):
+    def __init__(self, lab_pid: int, access: Access, host: str, port: int, max_sessions: int):
         super().__init__(attach_command(lab_pid, "view"), host=host, port=port, title=f"nslab · lab {lab_pid}",
                          statics_path=Path(textual_serve.__file__).parent / "static", templates_path=WEB)
         self.lab_pid, self.access = lab_pid, access
         self.loopback = is_loopback(host)
-        self.sockets: set[web.WebSocketResponse] = set()
+        self.max_sessions = max_sessions
+        self.sockets: dict[web.WebSocketResponse, bool] = {}  # one a tab: whether it holds the teacher's key
 
     async def _make_app(self) -> web.Application:
         import aiohttp_jinja2
@@ -115,12 +138,22 @@ class LabServer(Server):
         name = urlsplit("//" + request.host).hostname or ""
         return name in LOOPBACK_NAMES
 
+    def full(self, teacher: bool) -> str | None:
+        """Why a new tab is refused, or None. Viewers may hold every seat but one: the teacher's."""
+        viewers = sum(not held for held in self.sockets.values())
+        if len(self.sockets) < self.max_sessions and (teacher or viewers < self.max_sessions - 1):
+            return None
+        return (f"Every seat of this lab is taken: {len(self.sockets)} tabs open (nslab serve --max-sessions "
+                f"{self.max_sessions}, one seat kept for the teacher's link). Close a tab, then reload.")
+
     async def handle_index(self, request: web.Request) -> web.StreamResponse:
         import aiohttp_jinja2
 
         key = request.query.get("key")
         if not self._host_ok(request) or self.access.role(key) is None:
             raise web.HTTPForbidden(text="This lab's page needs the link with its key: ask whoever runs `nslab serve`.")
+        if why := self.full(self.access.is_teacher(key)):
+            raise web.HTTPServiceUnavailable(text=why)
         scheme = "wss" if request.secure else "ws"
         context = {
             "font_size": to_int(request.query.get("fontsize", "16"), 16),
@@ -137,15 +170,20 @@ class LabServer(Server):
         if role is None or not self._host_ok(request) or (origin and urlsplit(origin).netloc != request.host):
             raise web.HTTPForbidden(text="no")
         websocket = web.WebSocketResponse(heartbeat=15)
+        if why := self.full(self.access.is_teacher(key)):  # a page loaded before the seats filled
+            await websocket.prepare(request)
+            await websocket.send_bytes(f"\r\n  {why}\r\n".encode())  # what the tab's terminal shows
+            await websocket.close(code=WSCloseCode.TRY_AGAIN_LATER, message=b"too many tabs")
+            return websocket
         width = to_int(request.query.get("width", "80"), 80)
         height = to_int(request.query.get("height", "24"), 24)
         app_service: AppService | None = None
-        self.sockets.add(websocket)
+        self.sockets[websocket] = self.access.is_teacher(key)  # before any await: no two tabs get one seat
         try:
             await websocket.prepare(request)
-            app_service = AppService(attach_command(self.lab_pid, role), write_bytes=websocket.send_bytes,
-                                     write_str=websocket.send_str, close=websocket.close,
-                                     download_manager=self.download_manager)
+            app_service = Tab(attach_command(self.lab_pid, role), write_bytes=websocket.send_bytes,
+                              write_str=websocket.send_str, close=websocket.close,
+                              download_manager=self.download_manager)
             await app_service.start(width, height)
             await self._process_messages(websocket, app_service)
         except asyncio.CancelledError:
@@ -153,7 +191,7 @@ class LabServer(Server):
         except Exception:  # one tab's trouble: logged, the others go on
             log.exception("a browser tab's session failed")
         finally:
-            self.sockets.discard(websocket)
+            self.sockets.pop(websocket, None)
             if app_service is not None:
                 await app_service.stop()  # the tab's `nslab attach` quits
         return websocket
@@ -192,14 +230,18 @@ def room_address(host: str) -> str:
 
 
 async def serve(args: argparse.Namespace) -> int:
-    lab = await asyncio.create_subprocess_exec(*lab_argv(args), stdout=asyncio.subprocess.PIPE)
+    # Its own session: a terminal's Ctrl-C or hangup reaches only this server, which stops the lab
+    # gracefully; SIGTERM from the kernel if this server dies first (the lab then stops as gracefully).
+    lab = await asyncio.create_subprocess_exec(*lab_argv(args), stdout=asyncio.subprocess.PIPE,
+                                               env={**os.environ, **lifeline.environment(signal.SIGTERM)},
+                                               start_new_session=True)
     info = await _wait_for_lab(lab)
     if info is None:
         code = await lab.wait()
         print(f"nslab serve: the lab did not start (exit {code})", file=sys.stderr)
         return 2
     access = Access(is_loopback(args.host), args.allow_control)
-    server = LabServer(lab.pid, access, args.host, args.port)
+    server = LabServer(lab.pid, access, args.host, args.port, args.max_sessions)
     runner = web.AppRunner(await server._make_app(), shutdown_timeout=5.0, access_log=None)
     await runner.setup()
     try:
@@ -218,7 +260,7 @@ async def serve(args: argparse.Namespace) -> int:
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # SIGHUP: the terminal closed
         loop.add_signal_handler(sig, stop.set)
     relay = asyncio.create_task(_relay(lab.stdout))
     ended = asyncio.create_task(lab.wait())
@@ -268,4 +310,8 @@ async def _relay(stream: asyncio.StreamReader) -> None:
 
 def main(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.WARNING, format="nslab serve: %(message)s")
+    if args.max_sessions < 1:
+        print(f"nslab serve: --max-sessions {args.max_sessions}: must be at least 1 (the teacher's tab)",
+              file=sys.stderr)
+        return 2
     return asyncio.run(serve(args))

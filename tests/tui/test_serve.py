@@ -6,15 +6,12 @@ from __future__ import annotations
 
 import re
 import shutil
-import signal
-import subprocess
 import time
-import urllib.error
-import urllib.request
 from urllib.parse import urlsplit
 
 import pytest
-from lab_process import NSLAB, QUIET, wait_for
+from lab_process import wait_for
+from serve_support import Served, Tab, fetch
 
 from lab.control import live
 from lab.tui.serve import Access, is_loopback
@@ -40,47 +37,11 @@ def test_off_loopback_every_url_carries_a_key():
     assert not is_loopback("0.0.0.0") and not is_loopback("10.0.0.5")
 
 
-class Served:
-    """`nslab serve --sim` on a free port: its teacher's and viewers' URLs, its lab."""
-
-    def __init__(self, *extra: str):
-        self.process = subprocess.Popen([NSLAB, "serve", "--sim", "--seed", "4", "--port", "0", *QUIET, *extra],
-                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        self.teacher = self.process.stdout.readline().strip()
-        if not self.teacher.startswith("http://"):
-            self.process.kill()
-            raise AssertionError(f"the first line is no URL: {self.teacher!r} {self.process.stderr.read()}")
-        self.viewers = self.process.stdout.readline().strip().split(": ", 1)[1]
-        self.lab_pid = int(re.match(r"lab (\d+) ", self.process.stdout.readline()).group(1))
-        self.base = self.teacher.split("/?", 1)[0]
-
-    def status(self) -> dict:
-        return {row["node"]: row["state"] for row in live.send(["status"], str(self.lab_pid))["status"]}
-
-    def close(self) -> str:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGINT)
-            try:
-                self.process.wait(60)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        return self.process.stdout.read()
-
-
 @pytest.fixture
 def served():
     served = Served()
     yield served
     served.close()
-
-
-def fetch(url: str, **headers) -> tuple[int, str]:
-    try:
-        with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=10) as response:
-            return response.status, response.read().decode(errors="replace")
-    except urllib.error.HTTPError as e:
-        return e.code, ""
 
 
 def test_serve_prints_the_url_first_guards_its_pages_and_fetches_nothing_remote(served):
@@ -191,3 +152,34 @@ def test_two_tabs_show_the_same_lab_and_the_teachers_key_changes_both(served, br
     for handle in (teacher, viewer):
         wait_for(lambda: "killed" in shown(browser, handle)[before[handle]:], f"tab {handle} shows the kill",
                  timeout=30, poll=0.25)
+
+
+def attaches(served: Served) -> list[str]:
+    return [command for command in served.processes().values() if " attach " in command]
+
+
+def test_serve_caps_its_tabs_keeps_a_seat_for_the_teacher_and_says_why_it_refuses():
+    """Anyone who reaches the loopback page can open tabs, each a process of ~45 MB: at
+    --max-sessions the next is refused with a message, and viewers cannot take the last seat."""
+    served = Served("--max-sessions", "2")
+    tabs = []
+    try:
+        tabs.append(viewer := Tab(served.base))
+        wait_for(lambda: len(attaches(served)) == 1, "the viewer's tab runs its nslab attach", timeout=30)
+        status, text = fetch(served.viewers)
+        assert status == 503 and "--max-sessions 2" in text and "Close a tab" in text
+        tabs.append(refused := Tab(served.base))  # a page loaded before the seats filled
+        assert b"Every seat of this lab is taken: 1 tabs open (nslab serve --max-sessions 2" \
+            in refused.read_until(b"then reload.")
+        assert fetch(served.teacher)[0] == 200, "the teacher's seat is kept"
+        tabs.append(Tab(served.base, key=served.teacher.split("key=")[1]))
+        wait_for(lambda: len(attaches(served)) == 2, "the teacher's tab runs its nslab attach", timeout=30)
+        assert fetch(served.teacher)[0] == 503, "every seat taken"
+        viewer.close()
+        wait_for(lambda: len(attaches(served)) == 1, "the closed tab's nslab attach ends", timeout=30)
+        assert fetch(served.viewers)[0] == 200, "its seat is free again"
+    finally:
+        for tab in tabs:
+            tab.close()
+        served.close()
+    assert served.process.returncode == 0 and not served.processes()
