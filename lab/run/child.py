@@ -3,7 +3,8 @@
     python -m lab.run.child SPEC_JSON
 
 SPEC: {"role", "name", "port", "config" (LabConfig dict), "seed", "run_dir",
-       "peers" {address: relay port}, "namesrv" [addresses], "parent" pid}
+       "peers" {address: relay port}, "namesrv" [addresses], "parent" pid,
+       "clock" (the parent's timeline: `timeline()`)}
 
 The child runs the node with the same code as an in-process one (Cluster._run_nameserver /
 _run_broker) on real sockets. Why events go back over stdout rather than to a file of its own: the
@@ -18,8 +19,10 @@ restart (a new process) finds the messages. It dies with the parent (lab/run/lif
 from __future__ import annotations
 
 import json
+import math
 import signal
 import sys
+import time
 from pathlib import Path
 
 import msgpack
@@ -33,6 +36,37 @@ from .lifeline import die_with_parent
 from .supervisor import describe
 from lab.config import LabConfig, apply_table
 from lab.events import EventLog, pack_record
+
+
+def timeline() -> dict:
+    """The running trio clock as a child rebuilds it: its time at one CLOCK_MONOTONIC instant, and
+    its rate (trio's real-time clock has none: 1). Taken when the child is started, so a child
+    started or restarted later is on the lab's timeline too."""
+    clock = trio.lowlevel.current_clock()
+    return {"at": time.monotonic(), "time": clock.current_time(), "rate": getattr(clock, "rate", 1.0)}
+
+
+class LabClock(trio.abc.Clock):
+    """The parent's clock in this process. CLOCK_MONOTONIC is system-wide on Linux, so this
+    process's time equals the parent's at every instant (the parent's MockClock counts from the
+    same clock). It runs on while the process is SIGSTOPped: timers that fell due meanwhile fire
+    at once on SIGCONT, as with trio's own clock. A rate the parent sets later (the TUI's pause or
+    speed keys) does not reach a child."""
+
+    def __init__(self, timeline: dict):
+        self.at, self.time, self.rate = timeline["at"], timeline["time"], timeline["rate"]
+
+    def start_clock(self) -> None:
+        pass
+
+    def current_time(self) -> float:
+        return self.time + self.rate * (time.monotonic() - self.at)
+
+    def deadline_to_sleep_time(self, deadline: float) -> float:
+        if self.rate == 0:  # time stands still, as in a paused parent
+            return math.inf
+        return (deadline - self.current_time()) / self.rate
+
 
 class PipeEvents(EventLog):
     """Events written to the parent, one msgpack record each, flushed at once; the parent stamps t."""
@@ -104,7 +138,7 @@ def main() -> None:
     die_with_parent(spec["parent"])
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it stops us
     try:
-        trio.run(run, spec)
+        trio.run(run, spec, clock=LabClock(spec["clock"]))
     except Exception as e:  # the node's own error, for the parent to report (its traceback: stderr)
         sys.stdout.buffer.write(pack_record({"failed": describe(e)}))
         sys.stdout.buffer.flush()

@@ -193,9 +193,11 @@ class Cluster:
         for other, handle in self.supervisor.nodes.items():  # brokers dial NameServers and masters
             if other != name and handle.address:
                 peers[handle.address] = await self.network.relay_port(name, other)
+        from .child import timeline  # here: lab.run.child imports this module
+
         spec = {"role": role, "name": name, "port": self.port(name, 0), "config": self.config.to_dict(),
                 "seed": self.seed, "run_dir": str(self._ensure_run_dir()), "peers": peers,
-                "namesrv": self.namesrv_addrs, "parent": os.getpid()}
+                "namesrv": self.namesrv_addrs, "parent": os.getpid(), "clock": timeline()}
         # Forked here, in trio's thread, not with trio.lowlevel.open_process: that forks in a worker
         # thread, and PR_SET_PDEATHSIG (lab/run/child.py) fires when the forking *thread* exits — an
         # idle worker thread retires after seconds and would take the child with it.

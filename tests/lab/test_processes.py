@@ -159,3 +159,91 @@ def test_process_nodes_survive_what_clients_inflict(tmp_path):
         proc.wait(timeout=60)
     stops = [e for e in read_events(events) if e["kind"] == "node.stop" and e["state"] == "crashed"]
     assert stops == []
+
+
+def test_process_nodes_keep_the_labs_speed(tmp_path):
+    """`--processes --speed 4` with no faults behaves as the same lab in one process: brokers in
+    their own processes register every 30 lab s, masters close no more consumer connections (none
+    on a quiet machine), the consumers rebalance as often and consume no more messages twice. (On
+    their own clock the children ran 4x slower than the clients: held pulls outlived the clients'
+    timeouts, connections closed and the group rebalanced again and again.)"""
+    def up(name, *flags):
+        env = {**os.environ, "XDG_RUNTIME_DIR": str(tmp_path / name)}
+        (tmp_path / name).mkdir(mode=0o700)
+        return subprocess.Popen([NSLAB, "up", "--headless", *flags, "--speed", "4", "--duration", "60s", "--seed", "7",
+                                 "--events", str(tmp_path / f"{name}.events")],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+
+    runs = {"processes": up("processes", "--processes"), "in_process": up("in_process")}  # side by side: half the wait
+    try:
+        for name, proc in runs.items():
+            _, stderr = proc.communicate(timeout=60)
+            assert proc.returncode == 0, (name, stderr)
+    finally:
+        for proc in runs.values():
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    processes, in_process = (list(read_events(tmp_path / f"{name}.events")) for name in runs)
+
+    def rebalances(events):
+        return sum(e["kind"] == "consumer.rebalance" for e in events)
+
+    def closes(events):
+        return sum(e["kind"] == "broker.consumers" and e["change"] == "closed" for e in events)
+
+    def consumed_twice(events):
+        seen = {}
+        for e in events:
+            if e["kind"] == "consumer.consume":
+                seen[e["msg_id"]] = seen.get(e["msg_id"], 0) + 1
+        return sum(n > 1 for n in seen.values())
+
+    registered = {}
+    for e in processes:
+        if e["kind"] == "broker.register" and e["trigger"] == "period":
+            registered.setdefault((e["node"], e["ns"]), []).append(e["t"])
+    gaps = [b - a for times in registered.values() for a, b in zip(times, times[1:])]
+    # brokerRegisterPeriod in lab seconds; a second of a loaded machine's lag is 4 lab s
+    assert gaps and all(25 < gap < 35 for gap in gaps), registered
+    # The same lab in one process can close one too when the machine is loaded: only more would be wrong.
+    assert closes(processes) <= closes(in_process), (closes(processes), closes(in_process))
+    assert rebalances(processes) <= rebalances(in_process) + 2, (rebalances(processes), rebalances(in_process))
+    assert consumed_twice(processes) <= consumed_twice(in_process) + 2
+
+
+def test_a_node_process_reads_the_labs_clock_through_a_freeze():
+    """A child started 20 lab s into a speed-8 run reads the parent's time, not its own; a sleep
+    that falls due while it is SIGSTOPped ends as soon as it is resumed, on the lab's time."""
+    import json
+
+    import trio
+    from trio.testing import MockClock
+
+    from lab.run.child import timeline
+
+    script = ("import json, sys, trio\n"
+              "from lab.run.child import LabClock\n"
+              "async def main():\n"
+              "    print(trio.current_time(), flush=True)\n"
+              "    await trio.sleep(4)\n"  # half a real second
+              "    print(trio.current_time(), flush=True)\n"
+              "trio.run(main, clock=LabClock(json.loads(sys.argv[1])))\n")
+
+    async def main():
+        await trio.sleep(20)
+        child = subprocess.Popen([sys.executable, "-c", script, json.dumps(timeline())], stdout=subprocess.PIPE,
+                                 text=True)
+        try:
+            started = float(child.stdout.readline())
+            assert 0 <= trio.current_time() - started < 1, (started, trio.current_time())
+            os.kill(child.pid, signal.SIGSTOP)
+            time.sleep(1.5)  # 12 lab s: its sleep falls due meanwhile
+            os.kill(child.pid, signal.SIGCONT)
+            woke = float(child.stdout.readline())
+            assert 0 <= trio.current_time() - woke < 1, (woke, trio.current_time())
+        finally:
+            child.kill()
+            child.wait()
+
+    trio.run(main, clock=MockClock(rate=8))
