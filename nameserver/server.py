@@ -13,14 +13,13 @@ import trio
 from .config import NamesrvConfig
 from .processor import DefaultRequestProcessor, Listener
 from .schedule import Schedule
-from .connection import Connection, remote_address
+from .connection import Connection, close_idle_channels, remote_address
 from .protocol import FRAME_MAX_LENGTH, RemotingCommand
-from .tcp import RawSocketListener
+from .tcp import AcceptFailures, RawSocketListener, accept_forever
 
 log = logging.getLogger("nameserver.server")
 
 FIRST_SCAN_DELAY = 5.0  # RocketMQ schedules the first scan 5 s after start
-IDLE_CHECK_INTERVAL = 1.0  # how often the idle-close task looks whether it was turned on
 
 
 class Channel:
@@ -100,12 +99,20 @@ class NameServer:
 
     async def serve(self, listeners: list[trio.abc.Listener], *,
                     task_status=trio.TASK_STATUS_IGNORED, started=None) -> None:
-        """Serve any trio listeners (TCP, or the lab's simulated network) until cancelled."""
+        """Serve any trio listeners (TCP, or the lab's simulated network) until cancelled; they
+        are closed on the way out. At the descriptor limit it keeps accepting (tcp.accept_forever)."""
+        failures = AcceptFailures()
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self.run_scan)
             nursery.start_soon(self.run_idle_close)
-            await nursery.start(trio.serve_listeners, self.handle_stream, listeners)
+            for listener in listeners:
+                nursery.start_soon(self._accept, listener, nursery, failures)
             task_status.started(started)
+
+    async def _accept(self, listener: trio.abc.Listener, nursery: trio.Nursery, failures: AcceptFailures) -> None:
+        async with listener:
+            await accept_forever(listener, lambda stream: nursery.start_soon(self.handle_stream, stream),
+                                 log, "NameServer", failures)
 
     async def run_scan(self) -> None:
         """scanNotActiveBroker at a fixed rate: first after 5 s, then every interval."""
@@ -134,28 +141,9 @@ class NameServer:
 
     async def run_idle_close(self) -> None:
         """Close connections idle for serverChannelMaxIdleTimeSeconds: no request read for that
-        long (a reply is written only right after a read), as Netty's IdleStateHandler does for
-        RocketMQ.
-
-        One task for all connections, because re-arming a per-connection cancel-scope deadline on
-        every read went through trio's deadline heap each time, ~8% of the server's CPU in the
-        route-query benchmark; handle_stream now only stamps channel.last_activity. This task
-        sleeps until the earliest expiry: reads only move expiries later, and a connection opened
-        meanwhile expires a whole idle time from its opening, after the longest sleep taken here.
-        """
-        while True:
-            idle = self.config.serverChannelMaxIdleTimeSeconds
-            now = trio.current_time()
-            wake = now + (idle if idle > 0 else IDLE_CHECK_INTERVAL)
-            self._count_coasting(now)  # their reads stamp last_activity
-            if idle > 0:
-                for channel in list(self.channels):
-                    expiry = channel.last_activity + idle
-                    if expiry <= now:
-                        channel.close(f"idle for {idle:g} s")
-                    elif expiry < wake:
-                        wake = expiry
-            await self.schedule.sleep_until(wake)
+        long (a reply is written only right after a read). Coasting route polls' reads count."""
+        await close_idle_channels(self.channels, lambda: self.config.serverChannelMaxIdleTimeSeconds,
+                                  self.schedule.sleep_until, self._count_coasting)
 
     async def handle_stream(self, stream: trio.abc.Stream) -> None:
         channel = Channel(remote_address(stream), trio.current_time())

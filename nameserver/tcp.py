@@ -23,13 +23,19 @@ Errors read as trio's do: OSError becomes BrokenResourceError (with the OSError 
 ClosedResourceError for a socket this end closed; the peer's EOF is b"".
 
 One task per direction at a time, as in the NameServer (no conflict detection).
+
+accept_forever is every accept loop's (NameServer, broker, the lab's link relays): it keeps
+accepting through the errors that say the process or system is out of descriptors or memory, as
+Netty does, with one log line per 10 s however long that lasts.
 """
 
 from __future__ import annotations
 
 import errno
+import logging
+import math
 import socket
-from typing import NoReturn
+from typing import Callable, NoReturn
 
 import trio
 from trio.lowlevel import (
@@ -37,6 +43,13 @@ from trio.lowlevel import (
 )
 
 DEFAULT_RECEIVE_SIZE = 65536
+
+# accept() errors that say nothing about the listener: out of descriptors (the process's, the
+# system's), out of kernel memory, or a connection that died in the backlog. The connection waits
+# in the backlog meanwhile; trio's SocketListener retries ECONNABORTED itself and raises the others.
+ACCEPT_RETRY_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM, errno.ECONNABORTED})
+ACCEPT_RETRY_DELAY = 0.1  # a full process gets descriptors back only when connections close: no spin meanwhile
+ACCEPT_LOG_INTERVAL = 10.0
 _CLOSED_ERRNOS = {errno.EBADF, errno.ENOTSOCK}  # trio's: this end closed the socket
 
 
@@ -119,3 +132,46 @@ class RawSocketListener(trio.abc.Listener[RawSocketStream]):
 
     async def aclose(self) -> None:
         await self.listener.aclose()
+
+
+class AcceptFailures:
+    """Which accept errors to log: the first at once, then at most one per `interval`, saying how
+    many went unlogged since. One per process role (a NameServer, a broker, the relays), so a flood
+    that lasts writes a bounded log whatever the number of listeners."""
+
+    def __init__(self, interval: float = ACCEPT_LOG_INTERVAL):
+        self.interval = interval
+        self.unlogged = 0
+        self._next = -math.inf
+
+    def line(self, now: float, error: OSError, where: str) -> str | None:
+        """The line to log for `error` at `now`, or None when it is one to count only."""
+        if now < self._next:
+            self.unlogged += 1
+            return None
+        self._next = now + self.interval
+        line = f"{where}: accept failed: {error}; still accepting, every {ACCEPT_RETRY_DELAY:g} s"
+        if self.unlogged:
+            line += f" ({self.unlogged} more failures since the last line)"
+        self.unlogged = 0
+        return line
+
+
+async def accept_forever(listener: trio.abc.Listener, serve: Callable[[trio.abc.Stream], object],
+                         logger: logging.Logger, where: str, failures: AcceptFailures | None = None) -> None:
+    """Hand every connection `listener` accepts to `serve` (which starts its task), for ever.
+    Errors of ACCEPT_RETRY_ERRNOS are logged as `failures` allows and retried after a pause;
+    anything else, ClosedResourceError included, is the caller's."""
+    failures = failures or AcceptFailures()
+    while True:
+        try:
+            stream = await listener.accept()
+        except OSError as e:
+            if e.errno not in ACCEPT_RETRY_ERRNOS:
+                raise
+            line = failures.line(trio.current_time(), e, where)
+            if line is not None:
+                logger.error(line)
+            await trio.sleep(ACCEPT_RETRY_DELAY)
+            continue
+        serve(stream)
