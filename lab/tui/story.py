@@ -73,6 +73,8 @@ def story_line(model: LabModel, r: dict) -> StoryLine | None:
         detail = f" — {r['detail']}" if r.get("detail") else ""
         return StoryLine(t, status, f"check {word}: {r['name']}{detail}")
     if kind == "run.drain":
+        if not r.get("seconds", 1):
+            return StoryLine(t, "drain", "the lab stops: every node, gracefully")
         return StoryLine(t, "drain", "the timeline ended: producers stop, consumers catch up")
     return None
 

@@ -184,6 +184,9 @@ def test_q_stops_every_node_and_leaves_nothing_running(tmp_path):
     assert model.ended
     assert {v.state for v in model.nodes.values()} == {"stopped"}
     assert not list(tmp_path.glob("nslab/*")), "the live-control socket and its info are gone"
+    # A live lab has no checks to wait for: q stops it at once, not after a 30 s drain (7.5 s at speed 4).
+    drain, end = model.events("run.drain")[0], model.events("run.end")[0]
+    assert drain["seconds"] == 0 and end["t"] - drain["t"] < 5, f"q took {end['t'] - drain['t']:.1f} lab seconds"
 
 
 def test_every_request_fault_preset_is_a_fault_the_vocabulary_reads():
