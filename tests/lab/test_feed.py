@@ -4,9 +4,11 @@ viewer that stops reading costs the lab nothing and is dropped with its reason."
 from __future__ import annotations
 
 import socket
+import tempfile
 import threading
 import time
 import tracemalloc
+from pathlib import Path
 
 from lab.control.feed import EventFeed
 from lab.events import pack_record, read_events
@@ -146,3 +148,82 @@ def test_a_viewer_that_leaves_is_let_go(tmp_path):
     assert feed.viewers == 0 and feed.dropped == ["viewer 1 left"]
     feed.close()
     assert not feed.path.exists()
+
+
+def test_an_accept_that_fails_is_said_and_the_next_viewer_still_served(tmp_path):
+    """Out of file descriptors for a moment (EMFILE): the feed says so and goes on accepting."""
+    import errno
+
+    feed = EventFeed(tmp_path / "lab.events")
+    feed.start()
+    real = feed._listener
+
+    class OutOfDescriptors:
+        def __init__(self):
+            self.failed = False
+
+        def accept(self):
+            if not self.failed:
+                self.failed = True
+                raise OSError(errno.EMFILE, "Too many open files")
+            return real.accept()
+
+        def close(self):
+            real.close()
+
+    flaky = feed._listener = OutOfDescriptors()
+    wait_for(lambda: flaky.failed, "the accept failed once")
+    feed.record(record(0))
+    assert late_viewer_gets(feed) == pack_record(record(0))
+    assert feed.errors == ["accept: [Errno 24] Too many open files"]
+
+
+def test_viewers_past_the_cap_are_refused_with_a_reason(tmp_path, monkeypatch):
+    import lab.control.feed as feed_module
+
+    monkeypatch.setattr(feed_module, "MAX_VIEWERS", 2, raising=False)
+    feed = EventFeed(tmp_path / "lab.events")
+    feed.start()
+    first, second = connect(feed), connect(feed)
+    wait_for(lambda: feed.viewers == 2, "two viewers are registered")
+    third = connect(feed)
+    third.settimeout(5)
+    assert third.recv(1) == b"", "closed at once"
+    assert feed.viewers == 2 and feed.dropped == ["viewer 3 refused: 2 viewers attached"]
+    feed.close()
+    for sock in (first, second, third):
+        sock.close()
+
+
+def test_a_viewer_of_another_user_is_refused(tmp_path):
+    """Even were the socket within its reach (a folder and socket someone opened up by hand)."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    import pytest
+
+    if os.geteuid() != 0:
+        pytest.skip("acting as another user (uid 65534) needs root: run the suite as root")
+    shared = Path(tempfile.mkdtemp(prefix="nslab-feed-", dir="/tmp"))
+    try:
+        os.chmod(shared, 0o755)
+        feed = EventFeed(shared / "lab.events")
+        feed.start()
+        os.chmod(feed.path, 0o666)
+        feed.record(record(0))
+        code = ("import socket, sys\n"
+                "s = socket.socket(socket.AF_UNIX); s.settimeout(5); s.connect(sys.argv[1])\n"
+                "data = b''\n"
+                "try:\n"
+                "    while chunk := s.recv(65536): data += chunk\n"
+                "except TimeoutError: pass\n"
+                "print(len(data))\n")
+        other = subprocess.run([sys.executable, "-c", code, str(feed.path)], user=65534, group=65534,
+                               capture_output=True, text=True, timeout=30)
+        assert other.stdout.strip() == "0", f"the other user read {other.stdout.strip()} bytes of the lab's records"
+        assert feed.dropped == ["viewer 1 refused: uid 65534 is not the lab's user"]
+        feed.close()
+    finally:
+        shutil.rmtree(shared)
