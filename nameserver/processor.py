@@ -109,12 +109,13 @@ class DefaultRequestProcessor:
             self.listener("ns.remove", {**removal_fields(removed), "detail": detail})
         return removed
 
-    def scan_not_active_broker(self, now: float) -> list[object]:
-        """Expire silent brokers; return their channels, which the caller must close. Reports the
-        route queries answered since the last scan first (`ns.routes`)."""
+    def scan_not_active_broker(self, now: float, limit: int | None = None) -> list[object]:
+        """Expire silent brokers (at most `limit`); return their channels, one per broker removed,
+        which the caller must close. Reports the route queries answered since the last scan first
+        (`ns.routes`)."""
         self.report_route_queries()
         channels = []
-        for removed, channel in self.routes.scan_not_active_broker(now):
+        for removed, channel in self.routes.scan_not_active_broker(now, limit):
             self.listener("ns.remove", removal_fields(removed))
             channels.append(channel)
         return channels

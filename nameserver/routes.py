@@ -409,11 +409,11 @@ class RouteInfoManager:
         log.info("unregisterBroker %s %s id=%s", broker_name, broker_addr, broker_id)
         return removed
 
-    def scan_not_active_broker(self, now: float) -> list[tuple[RemovedBroker, object]]:
-        """Remove brokers silent for longer than the expiry; return them with the channels the
-        caller must close."""
+    def scan_not_active_broker(self, now: float, limit: int | None = None) -> list[tuple[RemovedBroker, object]]:
+        """Remove brokers silent for longer than the expiry (at most `limit` of them, the first in
+        the table); return them with the channels the caller must close."""
         removed = []
-        for addr in expired_brokers(self.broker_live_table, self.broker_channel_expired_time, now):
+        for addr in expired_brokers(self.broker_live_table, self.broker_channel_expired_time, now)[:limit]:
             live = self._drop_live(addr)
             log.warning("The broker channel expired, %s %.0fms", addr,
                         self.broker_channel_expired_time * 1000)

@@ -20,6 +20,9 @@ from .tcp import AcceptFailures, RawSocketListener, accept_forever
 log = logging.getLogger("nameserver.server")
 
 FIRST_SCAN_DELAY = 5.0  # RocketMQ schedules the first scan 5 s after start
+# Expired brokers removed between two checkpoints of a scan: thousands of silent brokers (a
+# registration flood) expire in batches, and other connections are answered between them.
+SCAN_BATCH = 256
 
 
 class Channel:
@@ -121,10 +124,15 @@ class NameServer:
     async def _scan(self) -> None:
         now = trio.current_time()
         self._count_coasting(now)
-        for channel in self.processor.scan_not_active_broker(now):
-            if isinstance(channel, Channel):
-                channel.close("broker channel expired")
-        self._check_coasting()
+        while True:
+            channels = self.processor.scan_not_active_broker(now, SCAN_BATCH)
+            for channel in channels:
+                if isinstance(channel, Channel):
+                    channel.close("broker channel expired")
+            self._check_coasting()
+            if len(channels) < SCAN_BATCH:
+                break
+            await trio.lowlevel.checkpoint()
 
     def _count_coasting(self, now: float) -> None:
         """What coasting route polls had arrive by `now`, counted before anyone reads the counts."""

@@ -82,7 +82,7 @@ def adapt(learner_cls: type, errors=None) -> type:
             return self._changed(_expect(self.learner.unregister_broker(*args, **kwargs), RemovedBroker,
                                          "unregister_broker"))
 
-        def scan_not_active_broker(self, now):
+        def scan_not_active_broker(self, now, limit=None):  # the learner's scan takes all at once
             return self._changed(_removals(self.learner.scan_not_active_broker(now), "scan_not_active_broker"))
 
         def on_channel_destroy(self, channel, remote_addr):
