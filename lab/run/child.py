@@ -14,6 +14,11 @@ unchanged. The stream is msgpack records; one is {"listening": address} once the
 Links still pass the parent's relays: the child dials a peer's address at the relay port the
 parent gave for that link, so partitions and toxics apply. Its store is a file in the run dir, so a
 restart (a new process) finds the messages. It dies with the parent (lab/run/lifeline.py).
+
+It runs on the lab's time (LabClock): at `--speed 4` its 30 s registrations, 120 s expiries and
+15 s long-polls take a quarter of the time, as the parent's clients expect. On a clock of its own,
+held pulls outlived the clients' timeouts: connections closed and consumers rebalanced again and
+again.
 """
 
 from __future__ import annotations
@@ -47,11 +52,11 @@ def timeline() -> dict:
 
 
 class LabClock(trio.abc.Clock):
-    """The parent's clock in this process. CLOCK_MONOTONIC is system-wide on Linux, so this
-    process's time equals the parent's at every instant (the parent's MockClock counts from the
-    same clock). It runs on while the process is SIGSTOPped: timers that fell due meanwhile fire
-    at once on SIGCONT, as with trio's own clock. A rate the parent sets later (the TUI's pause or
-    speed keys) does not reach a child."""
+    """The parent's clock in this process. CLOCK_MONOTONIC is system-wide on Linux, so the
+    parent's reading of it (`at`) names the same instant here, and this process's time equals the
+    parent's at every instant after. It runs on while the process is SIGSTOPped: timers that fell
+    due meanwhile fire at once on SIGCONT, as with trio's own clock. A rate the parent sets later
+    (the TUI's pause or speed keys) does not reach a child."""
 
     def __init__(self, timeline: dict):
         self.at, self.time, self.rate = timeline["at"], timeline["time"], timeline["rate"]
