@@ -296,3 +296,26 @@ def test_the_same_checks_hold_under_xdg_runtime_dir(tmp_path, monkeypatch, capsy
     assert cli.main(["chaos", "status"]) == 2
     assert f"the lab's runtime folder {tmp_path / 'nslab'} has mode 0755, not 0700" in capsys.readouterr().err
 
+
+
+def test_ctrl_c_on_nslab_chaos_before_the_answer_says_so_in_one_line(tmp_path):
+    """A lab slow to answer (a restart under way, say): Ctrl-C leaves without a traceback."""
+    import signal
+
+    env = {**os.environ, "XDG_RUNTIME_DIR": str(tmp_path)}
+    folder = tmp_path / "nslab"
+    folder.mkdir(mode=0o700)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as slow:
+        slow.bind(str(folder / "1.sock"))
+        slow.listen()
+        (folder / "1.json").write_text(json.dumps({"pid": os.getpid(), "socket": str(folder / "1.sock")}))
+        client = subprocess.Popen([NSLAB, "chaos", "restart", "broker-a-0"], env=env, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True)
+        slow.settimeout(30)
+        conn, _ = slow.accept()
+        with conn:
+            conn.recv(4096)  # the request is in; no answer comes
+            client.send_signal(signal.SIGINT)
+            out, err = client.communicate(timeout=30)
+    assert client.returncode == 130 and "Traceback" not in err, err
+    assert err == "nslab chaos: interrupted: the lab may still carry it out (see `nslab chaos status`)\n"
