@@ -1,4 +1,5 @@
-"""For the whole suite: no run leaves its broker stores behind (issue: 34 `nslab-*` folders a day).
+"""For the whole suite: no run leaves its broker stores behind (issue: 34 `nslab-*` folders a day),
+and no test leaves a process running (issue 40: a lab the tests started ran on for hours).
 
 The suite's temporary files, its child processes' too, go to a folder of its own, so another suite
 running on the machine at the same time cannot be mistaken for this one."""
@@ -6,9 +7,14 @@ running on the machine at the same time cannot be mistaken for this one."""
 from __future__ import annotations
 
 import os
+import signal
 import tempfile
+import time
+from pathlib import Path
 
 import pytest
+
+GRACE = 5.0  # s for what a test stopped to finish exiting (a browser's helpers, a lab's last flush)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -24,3 +30,49 @@ def no_run_folder_left_behind(tmp_path_factory):
     tempfile.tempdir = saved[1]
     left = sorted(p.name for p in temp.glob("nslab-*-*"))  # nslab-SEED-xxxx (nslab-UID holds live control)
     assert left == [], f"runs left their folders behind: {left}"
+
+
+def processes_under(root: int, kept: set[int] = frozenset()) -> dict[int, str]:
+    """Every running process below `root` (children, theirs, ...), from /proc's parent pids: pid →
+    command line. Below a `kept` process nothing is looked at: what it starts is its own."""
+    children: dict[int, list[int]] = {}
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                state, ppid = (proc / "stat").read_text().rsplit(")", 1)[1].split()[:2]
+            except (OSError, ValueError):  # ended while we looked
+                continue
+            if state != "Z":  # a zombie has ended: only its reaping is left
+                children.setdefault(int(ppid), []).append(int(proc.name))
+    found, todo = {}, list(children.get(root, []))
+    while todo:
+        pid = todo.pop()
+        if pid in kept:
+            continue
+        try:
+            found[pid] = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        todo += children.get(pid, [])
+    return found
+
+
+@pytest.fixture(autouse=True)
+def no_process_left_behind():
+    """A test ends every process it started. Those running before it are not its own: a session's
+    fixtures start first (Spark's JVM for tests/pipeline), and with them whatever they start later
+    (Spark's Python workers). A process left is killed, so the next tests and the machine are
+    spared, and the test fails naming it."""
+    before = set(processes_under(os.getpid()))
+    yield
+    deadline = time.monotonic() + GRACE
+    while (left := processes_under(os.getpid(), kept=before)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    for pid in left:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    if left:
+        pytest.fail("the test left processes running (killed now): "
+                    + "; ".join(f"{pid} {command}" for pid, command in sorted(left.items())), pytrace=False)
