@@ -118,6 +118,18 @@ def test_a_bad_request_gets_a_one_line_error_and_its_connection_closed(lab, payl
     alive(lab)
 
 
+@pytest.mark.parametrize("payload", [b"[" * 65_536, b'"' + b'\\"' * 32_000, b'"\\' * 32_768, b'"' * 65_536,
+                                     b'{"words": ["' + b"[" * 65_000 + b'"]}'],
+                         ids=["brackets", "escaped-quotes", "quote-backslash", "quotes", "brackets-in-a-word"])
+def test_no_request_of_the_largest_size_takes_long_to_judge(payload):
+    began = time.perf_counter()
+    try:
+        live.parse_request(payload)
+    except live.RequestError:
+        pass
+    assert time.perf_counter() - began < 0.2
+
+
 def test_idle_and_half_sent_requests_are_closed_while_others_are_answered(lab):
     _, path, _, _ = lab
     timeout = 5  # the promise: a request line within 5 s of connecting (live.REQUEST_TIMEOUT)
