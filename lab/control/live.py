@@ -14,9 +14,9 @@ the client's end of writing), UTF-8, exactly {"words": [...]} with 1..MAX_WORDS 
 MAX_WORD characters, nested no deeper than that; anything else gets {"ok": false, "message": "bad
 request: <what was wrong>"}. A request line must arrive within REQUEST_TIMEOUT seconds of
 connecting, a reply be taken within REPLY_TIMEOUT, or the connection is closed. At most
-MAX_CONNECTIONS are served at once: one more closes the one that has waited longest for its
-request (a client that sends at once always gets through idle ones), or, when every one is being
-executed, is answered "busy". A client of another user is refused. A reply to a client that left
+MAX_CONNECTIONS are served at once; one more closes the one that has waited longest for its
+request, if that is over EVICT_AFTER (a client that sends at once gets through idle ones), else
+waits in the backlog for room. A client of another user is refused. A reply to a client that left
 is dropped (a debug line on the "nslab.control" logger).
 
 Why threads, not trio, for the sockets (as feed.py): their timeouts must be wall-clock seconds,
@@ -34,6 +34,7 @@ import json
 import logging
 import os
 import re
+import select
 import socket
 import threading
 import time
@@ -56,7 +57,9 @@ MAX_WORDS = 64  # words in a request
 MAX_WORD = 1024  # characters in a word
 REQUEST_TIMEOUT = 5.0  # wall seconds from connecting to the request's last byte
 REPLY_TIMEOUT = 5.0  # wall seconds a client may take to take its reply
-MAX_CONNECTIONS = 8  # served at once (a thread each)
+MAX_CONNECTIONS = 32  # served at once (a thread each)
+EVICT_AFTER = 0.5  # s without a request after which a connection makes room for a newcomer
+FULL_POLL = 0.05  # s: how often a newcomer waiting for room looks again
 BACKLOG = 128  # connections the kernel queues for the accepting thread: a burst must not be refused
 MAX_REPLY = 16 * 2**20  # bytes of a reply the client side reads
 ACCEPT_POLL = 0.2  # s: how soon the accepting thread notices the server stopping
@@ -181,7 +184,6 @@ class ControlServer:
         self.socket_path = directory / f"{os.getpid()}.sock"
         self.info_path = directory / f"{os.getpid()}.json"
         self.errors: deque[str] = deque(maxlen=20)  # what went wrong serving clients (a bug, EMFILE)
-        self.busy = 0  # connections answered "busy"
         self._lock = threading.Lock()
         self._active = 0
         self._waiting: dict[socket.socket, float] = {}  # connections whose request is not in, since when
@@ -236,6 +238,13 @@ class ControlServer:
     def _accept(self, listener: socket.socket) -> None:
         with listener:
             while not self._closed:
+                if not select.select([listener], [], [], ACCEPT_POLL)[0]:
+                    continue  # nobody is waiting to connect
+                with self._lock:
+                    room = self._active < MAX_CONNECTIONS or self._evict(time.monotonic() - EVICT_AFTER)
+                if not room:  # every one is in use: the newcomer waits in the backlog for one
+                    time.sleep(FULL_POLL)
+                    continue
                 try:
                     sock, _ = listener.accept()
                 except TimeoutError:
@@ -246,16 +255,8 @@ class ControlServer:
                         time.sleep(ACCEPT_POLL)
                     continue
                 with self._lock:
-                    busy = self._active >= MAX_CONNECTIONS and not self._evict()
-                    if not busy:
-                        self._active += 1
-                        self._waiting[sock] = time.monotonic()
-                if busy:
-                    self.busy += 1
-                    with sock:
-                        _reply(sock, {"ok": False, "message": f"busy: {MAX_CONNECTIONS} control connections "
-                                                              "are being answered; try again"}, timeout=0.5)
-                    continue
+                    self._active += 1
+                    self._waiting[sock] = time.monotonic()
                 try:
                     threading.Thread(target=self._serve_one, args=(sock,), name="nslab-control", daemon=True).start()
                 except RuntimeError as e:  # no thread to be had
@@ -265,12 +266,14 @@ class ControlServer:
                     sock.close()
                     self._error(f"serving a control connection: {e}")
 
-    def _evict(self) -> bool:
-        """With the lock held: the connection that has waited longest for its request is shut
-        (its thread then answers and leaves); False when every one is past its request."""
+    def _evict(self, before: float) -> bool:
+        """With the lock held: the connection that has waited longest for its request, if since
+        `before`, is shut (its thread then answers and leaves); False when there is none."""
         if not self._waiting:
             return False
         oldest = min(self._waiting, key=self._waiting.__getitem__)
+        if self._waiting[oldest] > before:
+            return False
         del self._waiting[oldest]
         self._evicted.add(oldest)
         try:
