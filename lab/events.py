@@ -15,7 +15,7 @@ from typing import BinaryIO, Callable, Iterator
 
 import msgpack
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 FLUSH_EVERY = 256  # records; a reader copes with a torn last record anyway
 
 Subscriber = Callable[[dict], None]

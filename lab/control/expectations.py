@@ -40,7 +40,7 @@ class ClusterView:
                 self.tables[node] = {}  # a (re)started NameServer starts empty
         elif kind == "node.stop":
             self.up[node] = False
-        elif kind == "ns.tables":  # schema 3: only the tables that changed
+        elif kind == "ns.tables":  # schema 4: the rows that changed (docs/events.md)
             self.tables[node] = merge_tables(self.tables.get(node, {}), r)
         elif kind == "client.ns_switch":
             self.client_ns[node] = r["to"]

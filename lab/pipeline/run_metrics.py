@@ -15,6 +15,8 @@ import json
 import math
 from collections import Counter, defaultdict
 
+from lab.run.nstables import merge_tables
+
 # Faults that open a window on each of their targets, and the verbs that close it (heal closes
 # every network fault, whatever its targets).
 CLOSERS = {"kill": ["restart"], "stop": ["restart"], "freeze": ["unfreeze", "restart"],
@@ -79,14 +81,64 @@ def spread(values: list, name: str) -> dict:
 ROUTE_TABLES = ("topicQueueTable", "brokerAddrTable")
 
 
-def route_digest(tables: dict) -> str:
-    """What GET_ROUTEINFO_BY_TOPIC answers for every topic, as a hash: NameServers with equal digests
-    agree. brokerLiveTable is left out on purpose: heartbeats change it, routes do not show it."""
-    view = [tables.get(name, {}) for name in ROUTE_TABLES]
-    return hashlib.sha1(json.dumps(view, sort_keys=True, default=str).encode()).hexdigest()
+class RouteView:
+    """A NameServer's route tables as its `ns.tables` records left them, and what GET_ROUTEINFO_BY_TOPIC
+    would answer for every topic as a digest: NameServers with equal digests agree. brokerLiveTable
+    is left out on purpose: heartbeats change it, routes do not show it. The digest is a sum of one
+    hash per row (a topic's queue data on one broker, a broker name's addresses), kept as records
+    set and delete rows: a record costs its own rows, not the tables (schema 4)."""
+
+    def __init__(self):
+        self.tables: dict = {}
+        self.digest = EMPTY_DIGEST
+
+    def feed(self, record: dict) -> bool:
+        """Merge one record; whether it touched a route table."""
+        rows = _route_rows(self.tables, record)
+        old = [_row_hash(self.tables, row) for row in rows]
+        merge_tables(self.tables, record)
+        self.digest = (self.digest + sum(_row_hash(self.tables, row) for row in rows) - sum(old)) % _DIGEST_MOD
+        return bool(rows)
 
 
-EMPTY_DIGEST = route_digest({})  # a (re)started NameServer's
+def _route_rows(tables: dict, record: dict) -> list[tuple]:
+    """The route rows a record may change: every row of a table it carries whole, its rows set or
+    deleted."""
+    rows: dict = {}
+    for name in ROUTE_TABLES:
+        whole = record.get(name)
+        if isinstance(whole, dict):
+            for side in (tables.get(name, {}), whole):
+                for key, value in side.items():
+                    if name == "brokerAddrTable":
+                        rows[(name, key)] = None
+                    elif isinstance(value, dict):
+                        rows.update(((name, key, broker), None) for broker in value)
+        for part in ("set", "del"):
+            changes = record.get(part)
+            changes = changes.get(name) if isinstance(changes, dict) else None
+            if name == "brokerAddrTable" and isinstance(changes, (dict, list)):
+                rows.update(((name, key), None) for key in changes if isinstance(key, str))
+            elif isinstance(changes, dict):
+                for topic, brokers in changes.items():
+                    if isinstance(brokers, (dict, list)):
+                        rows.update(((name, topic, broker), None) for broker in brokers if isinstance(broker, str))
+    return list(rows)
+
+
+def _row_hash(tables: dict, row: tuple) -> int:
+    """0 for a row the tables lack, so the empty view's digest is 0."""
+    value = tables.get(row[0], {}).get(row[1])
+    if len(row) == 3:
+        value = value.get(row[2]) if isinstance(value, dict) else None
+    if value is None:
+        return 0
+    text = json.dumps([row, value], sort_keys=True, default=str).encode()
+    return int.from_bytes(hashlib.sha1(text).digest()[:8], "big")
+
+
+_DIGEST_MOD = 1 << 64
+EMPTY_DIGEST = 0  # a (re)started NameServer's
 DOWN = "down"  # a stopped NameServer's view
 
 
@@ -361,8 +413,8 @@ def removals(run: Run, windows: list[dict]) -> list[dict]:
 def divergence(run: Run) -> list[dict]:
     """Windows during which the live NameServers would answer route queries differently."""
     nameservers = set(run.nameservers)
-    views: dict[str, str] = {}
-    routes: dict[str, dict] = {}  # NameServer -> the two tables routes come from, as its records left them
+    views: dict[str, int | str] = {}
+    routes: dict[str, RouteView] = {}
     steps = []  # at every change of a NameServer's view: (t, how many distinct routes the live ones answer)
     for seq, r in run.of("ns.tables", "node.start", "node.stop"):
         ns = text(r.get("node"))
@@ -370,13 +422,12 @@ def divergence(run: Run) -> list[dict]:
             continue
         kind = r.get("kind")
         if kind == "ns.tables":
-            # Since schema 3 a record carries only the tables that changed (docs/events.md).
-            changed = {name: r[name] for name in ROUTE_TABLES if name in r}
-            if changed or ns not in views or views[ns] == DOWN:
-                routes[ns] = {**routes.get(ns, {}), **changed}
-                views[ns] = route_digest(routes[ns])
+            # Since schema 4 a record carries the rows that changed (docs/events.md).
+            view = routes.setdefault(ns, RouteView())
+            if view.feed(r) or ns not in views or views[ns] == DOWN:
+                views[ns] = view.digest
         else:
-            routes[ns] = {}
+            routes[ns] = RouteView()
             views[ns] = EMPTY_DIGEST if kind == "node.start" else DOWN
         steps.append((run.t(seq), len({v for v in views.values() if v != DOWN})))
     rows, episode = [], None

@@ -33,7 +33,7 @@ from lab.config import LabConfig
 from lab.events import EventLog
 from .fake_data import Bodies
 from lab.broker.store import MessageStore
-from .nstables import changed_tables, snapshot
+from .nstables import merge_tables, row_changes, snapshot
 from lab.remoting.channels import Node
 from .supervisor import NodeHandle, Supervisor, describe
 from .topology import Topology, plan
@@ -61,8 +61,7 @@ class Cluster:
         self.topic_tables: dict[str, dict] = {}  # each broker's topic table: on its disk too
         self.supervisor: Supervisor | None = None
         self.pauses: dict[str, Pause] = {}  # node -> its Pause, for freeze (nodes in this process)
-        self._tables_key: dict[str, object] = {}
-        self._tables: dict[str, dict] = {}  # NameServer -> its tables as its last ns.tables left them
+        self._tables: dict[str, dict] = {}  # NameServer -> its tables as its ns.tables records left them
 
     # --- nodes ------------------------------------------------------------------------------------
 
@@ -107,8 +106,8 @@ class Cluster:
         server = NameServer(config, listener=lambda kind, fields: self._on_ns_event(name, kind, fields),
                             schedule=Schedule(self.phase(name), pause.sleep_until))
         listener, address = await self.network.listen(name, self.port(name, port))
+        server.routes.track_changes()
         self.nameservers[name] = server
-        self._tables_key.pop(name, None)
         self._tables.pop(name, None)  # a (re)started NameServer's first ns.tables has all five
         await server.serve([pause.listener(listener)], task_status=task_status, started=address)
 
@@ -118,17 +117,16 @@ class Cluster:
         if server is None:
             return
         routes = server.routes
-        key = (routes.generation, tuple((a, live.data_version) for a, live in routes.broker_live_table.items()),
-               routes.topic_queue_generation)
-        if self._tables_key.get(name) != key:
-            previous_key, self._tables_key[name] = self._tables_key.get(name), key
-            previous = self._tables.get(name)
-            same_topics = previous is not None and previous_key[2] == routes.topic_queue_generation
-            tables = snapshot(routes, previous["topicQueueTable"] if same_topics else None)
-            changed = changed_tables(self._tables.get(name), tables)
-            if changed:
-                self.events.emit(name, "ns.tables", **changed)
-            self._tables[name] = tables
+        touched = routes.take_changes()  # the rows this event's change touched, never the whole table
+        tables = self._tables.get(name)
+        if tables is None:  # its first record since a (re)start: the five tables whole
+            record = snapshot(routes)
+            self._tables[name] = merge_tables({}, record)
+        else:
+            record = row_changes(tables, routes, touched)
+            merge_tables(tables, record)
+        if record:
+            self.events.emit(name, "ns.tables", **record)
 
     def store(self, name: str) -> MessageStore:
         """A broker's disk: the same object (simulated) or file (sockets) across kills and restarts."""

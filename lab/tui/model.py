@@ -11,6 +11,8 @@ from collections import deque
 from itertools import islice
 from dataclasses import dataclass, field
 
+from lab.run.nstables import changed_rows, merge_tables
+
 from .story import StoryLine, important, removal_reason, story_line
 
 TABLES = ("brokerLiveTable", "brokerAddrTable", "clusterAddrTable", "topicQueueTable", "filterServerTable")
@@ -211,13 +213,17 @@ class LabModel:
     def _logged(self, record: dict) -> dict:
         """What the event log keeps of a record. An `ns.tables` keeps its sizes only: its tables are in
         `nameservers` while current, and thousands of rows kept per record in the log would be scanned
-        by every full garbage collection and stringified by every filter keystroke. A record naming a
-        broker by address gets its node's name too: filtering `broker-b-0` finds its removal."""
+        by every full garbage collection and stringified by every filter keystroke (a record of rows:
+        how many it sets and deletes). A record naming a broker by address gets its node's name too:
+        filtering `broker-b-0` finds its removal."""
         kind = record["kind"]
         if kind == "ns.tables":
-            sizes = {"topics": "topicQueueTable", "brokers": "brokerLiveTable"}  # of those it carries
-            return {**{k: v for k, v in record.items() if k not in TABLES},
-                    **{size: len(record[t]) for size, t in sizes.items() if t in record}}
+            sizes = {"topics": "topicQueueTable", "brokers": "brokerLiveTable"}  # of those it carries whole
+            counts = {part: sum(len(rows) for rows in record[part].values() if isinstance(rows, (dict, list)))
+                      for part in ("set", "del") if isinstance(record.get(part), dict)}
+            return {**{k: v for k, v in record.items() if k not in TABLES and k not in ("set", "del")},
+                    **{size: len(record[t]) for size, t in sizes.items() if isinstance(record.get(t), dict)},
+                    **counts}
         if kind in ("ns.remove", "ns.register") and record.get("broker_addr") in self._at_address:
             # first among the fields: a line shows as many as fit
             return {"t": record["t"], "node": record["node"], "kind": kind,
@@ -283,10 +289,9 @@ class LabModel:
         ns = self.nameservers.get(r["node"])
         if ns is None:
             return
-        # Schema 3: the record carries only the tables that changed; the others are as they were.
-        old, ns.tables = ns.tables, {t: r[t] if t in r else ns.tables[t] for t in TABLES}
-        changed = [(t, k) for t in TABLES if t in r for k in old[t].keys() | ns.tables[t].keys()
-                   if old[t].get(k) != ns.tables[t].get(k)]
+        # Schema 4: rows set and deleted (whole tables in a first record, and in older logs).
+        changed = changed_rows(ns.tables, r)
+        merge_tables(ns.tables, r)
         for t, k in changed:
             if k in ns.tables[t]:
                 ns.gone.pop((t, k), None)

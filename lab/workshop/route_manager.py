@@ -82,6 +82,9 @@ def adapt(learner_cls: type, errors=None) -> type:
             return self._changed(_expect(self.learner.unregister_broker(*args, **kwargs), RemovedBroker,
                                          "unregister_broker"))
 
+        def take_changes(self):
+            return None  # the learner's changes are not tracked: the event log compares every row
+
         def scan_not_active_broker(self, now, limit=None):  # the learner's scan takes all at once
             return self._changed(_removals(self.learner.scan_not_active_broker(now), "scan_not_active_broker"))
 
