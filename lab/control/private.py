@@ -16,6 +16,12 @@ import tempfile
 from pathlib import Path
 
 
+# A Unix socket's path is at most 107 bytes (108 with its NUL on Linux); the longest name a lab
+# puts in the folder is "/<pid>.events" with a pid of up to 7 digits (Linux's pid_max is 2**22).
+SOCKET_PATH_MAX = 107
+LONGEST_NAME = len("/4194304.events")
+
+
 class RuntimeDirError(Exception):
     """The runtime folder is not this user's own: a one-line reason naming it and the fix."""
 
@@ -35,6 +41,9 @@ def runtime_dir() -> Path:
     else:
         os.chmod(path, 0o700)  # ours since this instant; a umask such as 0777 may have taken bits off
     check_private(path)
+    if len(os.fsencode(path)) + LONGEST_NAME > SOCKET_PATH_MAX:
+        raise RuntimeDirError(f"the lab's runtime folder {path} is too long a path for its sockets "
+                              f"(at most {SOCKET_PATH_MAX - LONGEST_NAME} bytes): set XDG_RUNTIME_DIR to a shorter folder")
     return path
 
 

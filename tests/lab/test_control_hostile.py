@@ -349,3 +349,14 @@ def test_ctrl_c_on_nslab_chaos_before_the_answer_says_so_in_one_line(tmp_path):
             out, err = client.communicate(timeout=30)
     assert client.returncode == 130 and "Traceback" not in err, err
     assert err == "nslab chaos: interrupted: the lab may still carry it out (see `nslab chaos status`)\n"
+
+
+def test_a_runtime_folder_too_long_for_a_socket_is_refused_in_one_line(tmp_path):
+    deep = tmp_path / ("d" * 60) / ("e" * 60)
+    deep.mkdir(parents=True)
+    env = {**os.environ, "XDG_RUNTIME_DIR": str(deep)}
+    up = subprocess.run([NSLAB, "up", "--headless", "--duration", "3s"], capture_output=True, text=True, env=env,
+                        timeout=60)
+    assert up.returncode == 2 and "Traceback" not in up.stderr, up.stderr
+    assert up.stderr == (f"nslab up: the lab's runtime folder {deep / 'nslab'} is too long a path for its sockets "
+                         f"(at most 92 bytes): set XDG_RUNTIME_DIR to a shorter folder\n")
