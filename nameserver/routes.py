@@ -119,9 +119,6 @@ class RouteInfoManager:
         self.filter_server_table: dict[str, list[str]] = {}
         # Bumped on every change a route or cluster read could see; lets readers cache encodings.
         self.generation = 0
-        # Bumped only when topic_queue_table changes: a reader copying the 2,000-topic table need
-        # not copy it again when a slave registers or a broker's dataVersion moves.
-        self.topic_queue_generation = 0
         self._queue_data_pool: dict[QueueData, QueueData] = {}
         # The Java HashMaps' table lengths, for their iteration order (java_order.py); a table never
         # shrinks. Top level: 4.9.8's constructor sizes (topicQueueTable 1024, brokerAddrTable 128,
@@ -337,7 +334,6 @@ class RouteInfoManager:
         by_fields: dict[tuple, QueueData] = {}
         own_topics = self._topics_of.setdefault(broker_name, {})
         touched = [] if self._changes is not None else None
-        changed = False
         for topic_config in topic_configs:
             # TopicConfig is (topic_name, read_queue_nums, write_queue_nums, perm, topic_filter_type,
             # topic_sys_flag, order): QueueData takes fields 1-3 and 5.
@@ -352,7 +348,6 @@ class RouteInfoManager:
                 topic_queue_table[topic] = {broker_name: queue_data}
                 self._insert("topics", topic)
                 own_topics[topic] = None
-                changed = True
                 if touched is not None:
                     touched.append(topic)
                 if log_new:
@@ -360,13 +355,10 @@ class RouteInfoManager:
             elif queue_map.get(broker_name) is not queue_data:  # (pooled: the same fields, the same object)
                 queue_map[broker_name] = queue_data
                 own_topics[topic] = None
-                changed = True
                 if touched is not None:
                     touched.append(topic)
                 if len(queue_map) > 12:  # past a default HashMap's threshold: note its growth
                     self._inner_grew("queues", topic, len(queue_map))
-        if changed:
-            self.topic_queue_generation += 1
         for topic in touched or ():
             self._touch("topicQueueTable", (topic, broker_name))
         self._grew("topics", len(topic_queue_table))
@@ -538,7 +530,6 @@ class RouteInfoManager:
         emptied.sort(key=lambda t: self._position.get(("topics", t), 0))
         for topic in emptied:
             self._drop_topic(topic)
-        self.topic_queue_generation += 1
         return emptied
 
     def _drop_topic(self, topic: str) -> None:
@@ -643,7 +634,6 @@ class RouteInfoManager:
                 self._touch("topicQueueTable", (topic, broker_name))
         if count:
             self.generation += 1
-            self.topic_queue_generation += 1
         return count
 
     def delete_topic(self, topic: str, cluster_name: str | None = None) -> None:
@@ -663,4 +653,3 @@ class RouteInfoManager:
         else:
             self._inner_gone("queues", topic)
         self.generation += 1
-        self.topic_queue_generation += 1

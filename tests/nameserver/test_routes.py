@@ -647,28 +647,6 @@ def test_an_unchanged_generation_always_means_unchanged_routes(h, ops):
             assert routes.snapshot() == before, op
 
 
-def test_the_topic_table_generation_moves_with_the_topic_table_alone(routes, h):
-    # ns.tables copies the topic table only when this moves: a change it missed would never be shown.
-    rim = routes.rim
-    DV3, DV4 = DataVersion(1_700_000_000_000, 3), DataVersion(1_700_000_000_000, 4)
-
-    def moved(change) -> bool:
-        before = rim.topic_queue_generation
-        change()
-        return rim.topic_queue_generation != before
-
-    assert moved(lambda: routes.register("broker-a", 0, table=h.topics("T1", "T2"), version=DV1))
-    assert not moved(lambda: routes.register("broker-a", 1, table=h.topics("T1", "T2"), version=DV1))  # a slave
-    assert not moved(lambda: routes.register("broker-a", 0, table=h.topics("T1", "T2"), version=DV2, now=30))
-    assert moved(lambda: routes.register("broker-a", 0, table=h.topics("T1", "T2", "T3"), version=DV3, now=60))
-    assert moved(lambda: routes.register("broker-a", 0, table=h.topics("T1", queues=16), version=DV4, now=90))
-    assert moved(lambda: rim.wipe_write_perm_of_broker("broker-a"))
-    assert moved(lambda: rim.delete_topic("T2"))
-    assert not moved(lambda: routes.unregister("broker-a", 0))  # its slave keeps broker-a's topics
-    assert moved(lambda: routes.unregister("broker-a", 1))
-    assert "T1" not in rim.topic_queue_table
-
-
 # --- cost: a removal touches the removed broker's rows only (issue 34) ------------------------------
 
 class _Counting(dict):
@@ -763,7 +741,6 @@ class _WalkingRouteInfoManager(RouteInfoManager):
         for topic in emptied:
             del self.topic_queue_table[topic]
             self._inner_gone("queues", topic)
-        self.topic_queue_generation += 1
         return emptied
 
     def on_channel_destroy(self, channel, remote_addr):
