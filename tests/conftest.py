@@ -1,5 +1,6 @@
 """For the whole suite: no run leaves its broker stores behind (issue: 34 `nslab-*` folders a day),
-and no test leaves a process running (issue 40: a lab the tests started ran on for hours).
+no test leaves a process running (issue 40: a lab the tests started ran on for hours), and every
+test runs with trio's scheduling seeded, so a simulated test's verdict replays from its seed.
 
 The suite's temporary files, its child processes' too, go to a folder of its own, so another suite
 running on the machine at the same time cannot be mistaken for this one."""
@@ -10,9 +11,12 @@ import os
 import signal
 import tempfile
 import time
+import zlib
 from pathlib import Path
 
 import pytest
+
+from chaos.trio_internals import deterministic_scheduling
 
 GRACE = 5.0  # s for what a test stopped to finish exiting (a browser's helpers, a lab's last flush)
 
@@ -76,3 +80,45 @@ def no_process_left_behind():
     if left:
         pytest.fail("the test left processes running (killed now): "
                     + "; ".join(f"{pid} {command}" for pid, command in sorted(left.items())), pytrace=False)
+
+
+# --- seeded scheduling ------------------------------------------------------------------------------
+# trio runs the tasks that are ready at one instant in a random order. Seeded, that order is a
+# function of NSLAB_TEST_SEED and the test's id: a simulated test that fails replays exactly, and
+# `make schedules` runs the simulated tests (those on pytest-trio's virtual clock) under other seeds
+# to find verdicts that depend on the order.
+
+def scheduler_seed(nodeid: str) -> tuple[int, int]:
+    """(NSLAB_TEST_SEED, the seed this test's trio run is scheduled with)."""
+    base = int(os.environ.get("NSLAB_TEST_SEED", "0"))
+    return base, zlib.crc32(f"{base}:{nodeid}".encode())
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if "autojump_clock" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.simulated)
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "simulated: runs on pytest-trio's virtual clock (make schedules)")
+
+
+@pytest.fixture(autouse=True)
+def seeded_scheduling(request):
+    base, seed = scheduler_seed(request.node.nodeid)
+    request.node.stash[SCHEDULER_SEED] = base
+    deterministic_scheduling(seed)
+
+
+SCHEDULER_SEED = pytest.StashKey[int]()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    if report.failed and SCHEDULER_SEED in item.stash:
+        base = item.stash[SCHEDULER_SEED]
+        report.sections.append(("trio scheduling", f"seeded with NSLAB_TEST_SEED={base}; replay: "
+                                f"NSLAB_TEST_SEED={base} .venv/bin/python -m pytest '{item.nodeid}'"))
+    return report
