@@ -314,4 +314,9 @@ def main(args: argparse.Namespace) -> int:
         print(f"nslab serve: --max-sessions {args.max_sessions}: must be at least 1 (the teacher's tab)",
               file=sys.stderr)
         return 2
+    try:
+        live.runtime_dir()  # where the lab it starts is found: refused here in one line, as `nslab up` does
+    except live.LiveError as e:
+        print(f"nslab serve: {e}", file=sys.stderr)
+        return 2
     return asyncio.run(serve(args))

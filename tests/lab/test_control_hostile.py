@@ -360,3 +360,11 @@ def test_a_runtime_folder_too_long_for_a_socket_is_refused_in_one_line(tmp_path)
     assert up.returncode == 2 and "Traceback" not in up.stderr, up.stderr
     assert up.stderr == (f"nslab up: the lab's runtime folder {deep / 'nslab'} is too long a path for its sockets "
                          f"(at most 92 bytes): set XDG_RUNTIME_DIR to a shorter folder\n")
+
+
+def test_nslab_serve_refuses_a_runtime_folder_not_ours_in_one_line(tmpdir_only):
+    tmpdir_only.write_text("not a folder")
+    served = run_nslab(tmpdir_only, "serve", "--port", "0")
+    assert served.returncode == 2 and "Traceback" not in served.stderr, served.stderr
+    assert served.stderr.startswith(f"nslab serve: the lab's runtime folder {tmpdir_only} is not a folder")
+    assert served.stderr.count("\n") == 1
