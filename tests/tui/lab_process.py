@@ -29,7 +29,12 @@ class LabProcess:
     def __init__(self, *extra: str, seed: int = 2):
         self.process = subprocess.Popen([NSLAB, "up", "--headless", "--sim", "--seed", str(seed), "--speed", "4",
                                          *QUIET, *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        self.info = wait_for(self._info, "the lab is listening", timeout=60)
+        try:
+            self.info = wait_for(self._info, "the lab is listening", timeout=60)
+        except BaseException:  # no test gets it to close: not left running
+            self.process.kill()
+            self.process.wait()
+            raise
         self.pid = self.process.pid
 
     def _info(self):

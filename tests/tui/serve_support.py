@@ -31,12 +31,16 @@ class Served:
         self.process = subprocess.Popen([NSLAB, "serve", "--sim", "--seed", "4", "--port", "0", *QUIET, *extra],
                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                         env={**os.environ, MARK: self.mark})
-        self.teacher = self.process.stdout.readline().strip()
-        if not self.teacher.startswith("http://"):
+        try:
+            self.teacher = self.process.stdout.readline().strip()
+            if not self.teacher.startswith("http://"):
+                raise AssertionError(f"the first line is no URL: {self.teacher!r}")
+            self.viewers = self.process.stdout.readline().strip().split(": ", 1)[1]
+            self.lab_pid = int(re.match(r"lab (\d+) ", self.process.stdout.readline()).group(1))
+        except BaseException:  # no test gets it: ended here (its lab ends with it)
             self.process.kill()
-            raise AssertionError(f"the first line is no URL: {self.teacher!r} {self.process.stderr.read()}")
-        self.viewers = self.process.stdout.readline().strip().split(": ", 1)[1]
-        self.lab_pid = int(re.match(r"lab (\d+) ", self.process.stdout.readline()).group(1))
+            self.process.wait()
+            raise
         self.base = self.teacher.split("/?", 1)[0]
 
     def status(self) -> dict:
