@@ -143,7 +143,8 @@ class LabServer(Server):
         viewers = sum(not held for held in self.sockets.values())
         if len(self.sockets) < self.max_sessions and (teacher or viewers < self.max_sessions - 1):
             return None
-        return (f"Every seat of this lab is taken: {len(self.sockets)} tabs open (nslab serve --max-sessions "
+        open_ = f"{len(self.sockets)} tab{'s' * (len(self.sockets) != 1)} open"
+        return (f"Every seat of this lab is taken: {open_} (nslab serve --max-sessions "
                 f"{self.max_sessions}, one seat kept for the teacher's link). Close a tab, then reload.")
 
     async def handle_index(self, request: web.Request) -> web.StreamResponse:

@@ -169,7 +169,7 @@ def test_serve_caps_its_tabs_keeps_a_seat_for_the_teacher_and_says_why_it_refuse
         status, text = fetch(served.viewers)
         assert status == 503 and "--max-sessions 2" in text and "Close a tab" in text
         tabs.append(refused := Tab(served.base))  # a page loaded before the seats filled
-        assert b"Every seat of this lab is taken: 1 tabs open (nslab serve --max-sessions 2" \
+        assert b"Every seat of this lab is taken: 1 tab open (nslab serve --max-sessions 2" \
             in refused.read_until(b"then reload.")
         assert fetch(served.teacher)[0] == 200, "the teacher's seat is kept"
         tabs.append(Tab(served.base, key=served.teacher.split("key=")[1]))
