@@ -1,6 +1,7 @@
 """Clients: the NameServer each uses, its route's age and source, messages sent, avoided brokers
 and consumer lag; crashed clients below the live ones, with why. Under them, messages per second,
-acknowledged and failed, on one scale, and the current rates as numbers."""
+acknowledged and failed, on one scale, and the current rates as numbers — only the numbers when
+the sparklines would push a client off the tab (80×24: four clients and one line of rates)."""
 
 from __future__ import annotations
 
@@ -18,10 +19,12 @@ from .line_table import LineTable
 SOURCE = {"nameserver": ("ns", "green"), "cache": ("CACHE", "bold yellow"), None: ("no route", "bold red")}
 COLUMNS = ("client", "state", "ns", "route", "from", "msgs ok/failed", "retries", "avoids", "consumed", "lag")
 LABEL = 11  # cells of a sparkline's label
+HEALTH_LINES = 3  # the rates and two sparklines (app.tcss: Health)
 
 
 class Health(Static):
-    """Three lines: the rates, then acknowledged and failed messages per second on one scale."""
+    """Three lines: the rates, then acknowledged and failed messages per second on one scale; with
+    the class -compact, the rates alone."""
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
@@ -36,14 +39,18 @@ class Health(Static):
         self.model = model
         width = max(10, (self.size.width or self.app.size.width) - LABEL - 1)
         ok, failed = model.send_rates(min(SPARK_SECONDS, width))
-        shown = (ok, failed, width)
+        compact = self.has_class("-compact")
+        shown = (ok, failed, width, compact)
         if shown == self._shown:
             return
         self._shown = shown
+        rates = Content.assemble(("msgs/s".ljust(LABEL), "bold"), rates_text(rate(ok), rate(failed)))
+        if compact:
+            self.update(rates)
+            return
         top = shared_top(ok, failed)
         self.update(Content("\n").join([
-            Content.assemble(("msgs/s".ljust(LABEL), "bold"), rates_text(rate(ok), rate(failed)),
-                             (f"   scale 0–{top}/s, last {len(ok)} s", "$text-muted")),
+            rates + Content.styled(f"   scale 0–{top}/s, last {len(ok)} s", "$text-muted"),
             Content.assemble(("ok".ljust(LABEL), "$text-muted"), (bars(ok, top), "$success")),
             Content.assemble(("failed".ljust(LABEL), "$text-muted"), (bars(failed, top), "$error")),
         ]))
@@ -76,5 +83,9 @@ class ClientsView(Vertical):
         yield Health()
 
     def show(self, model: LabModel) -> None:
-        self.query_one(LineTable).show_rows(COLUMNS, client_rows(model))
-        self.query_one(Health).show(model)
+        rows = client_rows(model)
+        health = self.query_one(Health)
+        # The clients first: the sparklines' two lines only when every client (and the header) fits.
+        health.set_class(self.size.height - len(rows) - 1 < HEALTH_LINES, "-compact")
+        self.query_one(LineTable).show_rows(COLUMNS, rows)
+        health.show(model)

@@ -22,6 +22,11 @@ def style(spec: str) -> Style:
     return Style.parse(spec)
 
 
+class Span(tuple):
+    """A row of cells drawn one after the other across the table, in no column (and widening none):
+    a note under the row before it."""
+
+
 class LineTable(ScrollView):
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
@@ -34,7 +39,8 @@ class LineTable(ScrollView):
         if (columns, rows) == (self.columns, self.rows):
             return
         self.columns, self.rows, self._base = columns, rows, self.rich_style
-        self.widths = [max(len(_text(c)) for c in column) for column in zip(columns, *rows)]
+        self.widths = [max(len(_text(c)) for c in column)
+                       for column in zip(columns, *(row for row in rows if not isinstance(row, Span)))]
         self.virtual_size = Size(sum(self.widths) + GAP * len(self.widths), len(rows) + 1)
         self.refresh()
 
@@ -47,8 +53,9 @@ class LineTable(ScrollView):
             cells, line_style = self.rows[scroll_y + y - 1], None
         else:
             return Strip.blank(width, self._base)
+        spans = isinstance(cells, Span)
         pieces = []
-        for cell, column_width in zip(cells, self.widths):
+        for cell, column_width in zip(cells, [-GAP] * len(cells) if spans else self.widths):
             text, spec = (cell, "") if isinstance(cell, str) else cell
             pieces.append((text.ljust(column_width + GAP), style(spec) if spec else line_style))
         if scroll_x:
