@@ -27,6 +27,7 @@ class VerbSpec:
     name: str
     takes: str  # none | node | nodes | groups | toxic | client
     help: str
+    params: tuple[str, ...] = ()  # the key=value parameters it takes (a toxic's depend on its kind)
 
 
 @dataclass(frozen=True)
@@ -109,20 +110,76 @@ def parse_rate(text: str) -> float:
     return float(m.group(1)) * _SIZE[m.group(2)]
 
 
+# The parameters each toxic kind takes: any other key is an error, never ignored (a `loss=0.5` that
+# meant probability would silently apply the default).
+TOXIC_PARAMS = {"latency": ("latency", "jitter"), "loss": ("probability",), "bandwidth": ("rate",),
+                "blackhole": (), "reset": ()}
+_REQUEST_COMMON = ("code", "count", "for")
+REQUEST_PARAMS = {kind: _REQUEST_COMMON + extra for kind, extra in {
+    "drop": (), "drop-reply": (), "duplicate": (), "delay": ("delay", "jitter"), "reply": ("delay", "jitter"),
+    "slow": ("delay", "jitter"), "answer": ("answer", "remark"), "dialect": ("keys",)}.items()}
+MAX_FAULT_SECONDS = 86_400.0  # a toxic's delay or window: a day is past any run worth watching
+MAX_COUNT = 1_000_000_000  # a request fault's count: past it, "every request" is the same
+
+
+def check_params(what: str, params: dict, accepted: tuple[str, ...]) -> None:
+    """FaultError naming the first key `what` does not take, and the ones it does."""
+    for key in params:
+        if key not in accepted:
+            takes = f"it takes {', '.join(accepted)}" if accepted else "it takes none"
+            raise FaultError(f"{key}: {what} has no parameter {key!r} ({takes})")
+
+
+def _seconds(parse_duration):
+    def seconds(text) -> float:
+        value = parse_duration(text)
+        if not value <= MAX_FAULT_SECONDS:
+            raise ValueError(f"{value:g}s is out of range 0..{MAX_FAULT_SECONDS:g}s")
+        return value
+    return seconds
+
+
+def _count(text: str) -> int:
+    if not str(text).isdigit() or not 1 <= int(text) <= MAX_COUNT:
+        raise ValueError(f"{text} is out of range 1..{MAX_COUNT} (a whole number)")
+    return int(text)
+
+
+def _probability(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a number within 0..1") from None
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"{text} is out of range 0..1")
+    return value
+
+
+def _param(params: dict, key: str, default, convert):
+    """params[key] (or default) converted; a FaultError that starts with the key when it does not."""
+    try:
+        return convert(params.get(key, default))
+    except ValueError as e:
+        raise FaultError(f"{key}: {e}") from None
+
+
 def parse_request_fault(kind: str, params: dict[str, str], parse_duration) -> RequestFault:
     """`drop code=REGISTER_BROKER`, `reply code=GET_ROUTEINFO_BY_TOPIC delay=5s`, `answer
     code=SEND_MESSAGE answer=SYSTEM_BUSY remark=busy count=10 for=2m`."""
+    check_params(f"a {kind} toxic", params, REQUEST_PARAMS[kind])
     if "code" not in params:
         raise FaultError(f"{kind} needs code=: the request code it acts on, a name such as REGISTER_BROKER "
                          "or a number")
+    seconds = _seconds(parse_duration)
+    fields = dict(
+        code=_param(params, "code", None, code_number), delay=_param(params, "delay", 0, seconds),
+        jitter=_param(params, "jitter", 0, seconds),
+        answer=_param(params, "answer", "SYSTEM_BUSY", lambda v: code_number(v, ResponseCode)),
+        remark=str(params.get("remark", "")), keys=str(params.get("keys", "quoted")),
+        count=_param(params, "count", None, _count) if "count" in params else None,
+        duration=_param(params, "for", None, seconds) if "for" in params else None)
     try:
-        return RequestFault(
-            kind, code_number(params["code"]),
-            delay=parse_duration(params.get("delay", 0)), jitter=parse_duration(params.get("jitter", 0)),
-            answer=code_number(params.get("answer", "SYSTEM_BUSY"), ResponseCode), remark=str(params.get("remark", "")),
-            count=int(params["count"]) if "count" in params else None,
-            duration=parse_duration(params["for"]) if "for" in params else None,
-            keys=str(params.get("keys", "quoted")))
+        return RequestFault(kind, **fields)
     except ValueError as e:
         raise FaultError(f"{kind}: {e}") from None
 
@@ -130,17 +187,24 @@ def parse_request_fault(kind: str, params: dict[str, str], parse_duration) -> Re
 def parse_toxic(kind: str, params: dict[str, str], parse_duration) -> Toxic | RequestFault:
     if kind in REQUEST_KINDS:
         return parse_request_fault(kind, params, parse_duration)
-    try:
-        if kind == "latency":
-            return Toxic("latency", latency=parse_duration(params.get("latency", params.get("value", "100ms"))),
-                         jitter=parse_duration(params.get("jitter", 0)))
-        if kind == "loss":
-            return Toxic("loss", probability=float(params.get("probability", params.get("value", 0.1))))
-        if kind == "bandwidth":
-            return Toxic("bandwidth", rate=parse_rate(params.get("rate", params.get("value", "10k"))))
-        return Toxic(kind)
-    except ValueError as e:
-        raise FaultError(str(e)) from None
+    if kind not in TOXIC_PARAMS:
+        raise FaultError(f"unknown toxic {kind!r}: use one of {', '.join(TOXIC_PARAMS)}, or one on a request code: "
+                         + ", ".join(REQUEST_KINDS))
+    check_params(f"a {kind} toxic", params, TOXIC_PARAMS[kind])
+    seconds = _seconds(parse_duration)
+    if kind == "latency":
+        return Toxic("latency", latency=_param(params, "latency", "100ms", seconds),
+                     jitter=_param(params, "jitter", 0, seconds))
+    if kind == "loss":
+        return Toxic("loss", probability=_param(params, "probability", "0.1", _probability))
+    if kind == "bandwidth":
+        return Toxic("bandwidth", rate=_param(params, "rate", "10k", parse_rate))
+    return Toxic(kind)
+
+
+def _takes(kind: str) -> str:
+    accepted = TOXIC_PARAMS.get(kind, REQUEST_PARAMS.get(kind, ()))
+    return ", ".join(f"{k}=" for k in accepted) or f"a {kind} toxic takes none"
 
 
 @dataclass
@@ -183,10 +247,14 @@ class Vocabulary:
             if not flags:
                 raise FaultError("toxic needs a kind: latency, loss, bandwidth, blackhole or reset, or one on a "
                                  "request code: " + ", ".join(REQUEST_KINDS))
+            if len(flags) > 1:  # `loss 0.5`: a value without its key would be dropped for the default
+                raise FaultError(f"toxic {flags[0]}: unexpected {' '.join(flags[1:])!r} "
+                                 f"(parameters are key=value: {_takes(flags[0])})")
             return Fault(verb, nodes=_nodes(args[0].replace(":", ",")),
                          toxic=parse_toxic(flags[0], params, self.parse_duration))
         if flags and spec.takes != "nodes":
             raise FaultError(f"{verb}: unexpected {' '.join(flags)!r}")
+        check_params(verb, params, spec.params)
         return Fault(verb, nodes=_nodes(args[0]) + tuple(flags if spec.takes == "nodes" else ()),
                      params=tuple(sorted(params.items())))
 
@@ -198,6 +266,10 @@ class Vocabulary:
         spec = self.specs.get(verb) if isinstance(verb, str) else None
         if spec is None:
             raise FaultError(f"fault: unknown fault {verb!r} (verbs: {', '.join(self.specs)})")
+        steps = ("at", "spread", "fault")  # what every timeline entry has; the rest is the verb's
+        if spec.takes in ("groups", "none"):
+            check_params(verb, {k: v for k, v in table.items() if k not in steps},
+                         ("groups", "one_way") if spec.takes == "groups" else ())
         if spec.takes == "groups":
             groups = table.get("groups")
             if not isinstance(groups, list) or len(groups) < 2 or not all(isinstance(g, list) and g for g in groups):
@@ -217,5 +289,6 @@ class Vocabulary:
             peer = table.get("peer")
             params = {k: str(v) for k, v in table.items() if k not in ("at", "spread", "fault", "node", "peer", "kind")}
             return Fault(verb, nodes=(node, peer) if peer else (node,), toxic=parse_toxic(kind, params, self.parse_duration))
-        params = tuple(sorted((k, v) for k, v in table.items() if k not in ("at", "spread", "fault", "node")))
-        return Fault(verb, nodes=(node,), params=params)
+        params = {k: v for k, v in table.items() if k not in ("at", "spread", "fault", "node")}
+        check_params(verb, params, spec.params)
+        return Fault(verb, nodes=(node,), params=tuple(sorted(params.items())))

@@ -40,6 +40,8 @@ from pathlib import Path
 from .faults import Fault, FaultError, Vocabulary
 
 SCENARIO_SECTIONS = ("scenario", "timeline", "phase", "expect")
+MAX_FILE_BYTES = 1 << 20  # a scenario or config file; the largest bundled one is a few KB
+MAX_DURATION = 7 * 86_400.0  # a scenario's length: a simulated week already takes the better part of an hour
 
 
 class ScenarioError(ValueError):
@@ -137,19 +139,41 @@ def locate(text: str, section: str, index: int | None = None, key: str | None = 
     return start + 1
 
 
+def read_toml(path: str | Path, text: str | None = None) -> tuple[str, dict]:
+    """A TOML file's text and table, or ValueError in one line naming the file (and the line where
+    there is one) and what is wrong: unreadable, a directory, too large, not UTF-8, not TOML."""
+    if text is None:
+        try:
+            with open(path, "rb") as f:
+                data = f.read(MAX_FILE_BYTES + 1)
+        except OSError as e:
+            raise ValueError(f"{path}: cannot read: {e.strerror or e}") from None
+        if len(data) > MAX_FILE_BYTES:
+            raise ValueError(f"{path}: too large: over {MAX_FILE_BYTES:,} bytes (a TOML file of settings is a few KB)")
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            line = data.count(b"\n", 0, e.start) + 1
+            column = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
+            raise ValueError(f"{path}:{line}: not UTF-8 text: byte 0x{data[e.start]:02x} at column {column} "
+                             "(save the file as UTF-8)") from None
+    try:
+        return text, tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        line = f":{e.lineno}" if getattr(e, "lineno", None) else ""  # Python 3.14 has it; 3.11 says it in words
+        raise ValueError(f"{path}{line}: not valid TOML: {e}") from None
+    except RecursionError:
+        raise ValueError(f"{path}: not valid TOML: arrays or tables nested too deeply") from None
+
+
 def load_scenario(path: str | Path, vocabulary: Vocabulary, text: str | None = None) -> Scenario:
     """The scenario in the file at `path`, or in `text` when given (`path` then only names it: a
     sweep's executors get the text, not the driver's files)."""
     path = Path(path)
-    if text is None:
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as e:
-            raise ScenarioError(f"{path}: cannot read: {e.strerror or e}") from None
     try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise ScenarioError(f"{path}: not valid TOML: {e}") from None
+        text, data = read_toml(path, text)
+    except ValueError as e:
+        raise ScenarioError(str(e)) from None
     parse_duration = vocabulary.parse_duration
     meta = data.get("scenario", {})
     scenario = Scenario(
@@ -165,6 +189,9 @@ def load_scenario(path: str | Path, vocabulary: Vocabulary, text: str | None = N
     if not scenario.teaches:
         raise scenario.error("say in one sentence what the scenario teaches", "scenario", key="teaches")
     scenario.duration = _duration(scenario, meta.get("duration"), parse_duration, "scenario", None, "duration")
+    if scenario.duration > MAX_DURATION:
+        raise scenario.error(f"{scenario.duration:g}s is out of range 0..{MAX_DURATION:g}s (a week)", "scenario",
+                             key="duration")
     seed = meta.get("seed")
     if seed is not None and (type(seed) is not int or seed < 0):
         raise scenario.error(f"a seed is a whole number >= 0, not {seed!r}", "scenario", key="seed")
@@ -173,6 +200,9 @@ def load_scenario(path: str | Path, vocabulary: Vocabulary, text: str | None = N
     for i, table in enumerate(_tables(scenario, data, "timeline")):
         at = _duration(scenario, table.get("at"), parse_duration, "timeline", i, "at")
         spread = _duration(scenario, table.get("spread", 0), parse_duration, "timeline", i, "spread")
+        if spread > scenario.duration:
+            raise scenario.error(f"{spread:g}s is out of range 0..{scenario.duration:g}s (the scenario's duration)",
+                                 "timeline", i, "spread")
         if at > scenario.duration:
             raise scenario.error(f"{at:g}s is after the scenario's end ({scenario.duration:g}s)", "timeline", i, "at")
         try:
@@ -191,6 +221,8 @@ def load_scenario(path: str | Path, vocabulary: Vocabulary, text: str | None = N
         end = _duration(scenario, table.get("end", scenario.duration), parse_duration, "phase", i, "end")
         if end < start:
             raise scenario.error("ends before it starts", "phase", i, "end")
+        if end > scenario.duration:
+            raise scenario.error(f"{end:g}s is after the scenario's end ({scenario.duration:g}s)", "phase", i, "end")
         if scenario.phase(name):
             raise scenario.error(f"a second phase named {name!r}", "phase", i, "name")
         scenario.phases.append(Phase(name, start, end))

@@ -22,7 +22,6 @@ from .control import live
 from .config import ConfigError, load_config
 from .control.faults import LabControl, vocabulary
 from .control.feed import EventFeed
-from .events import read_events
 from .run import lifeline
 from .run.runner import RunOptions, collector_tuned_for_a_run, make_clock, run_cluster
 from .tui import launch
@@ -185,8 +184,12 @@ def run_up(args: argparse.Namespace) -> int:
     async def main():
         stop = trio.Event()
         began = time.monotonic()
+        up = False  # every node is up: from then on a signal stops the cluster gracefully
+        run = trio.CancelScope()  # the whole run: a signal during start-up, or a second signal, ends it here
 
         async def drive(cluster, events, nursery):
+            nonlocal up
+            up = True
             addrs = ";".join(cluster.namesrv_addrs)
             if not options.sim:
                 print(f"NAMESRV_ADDR={addrs}", flush=True)
@@ -208,16 +211,28 @@ def run_up(args: argparse.Namespace) -> int:
         with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
             async with trio.open_nursery() as nursery:
                 async def until_signal():
-                    async for _ in signals:
-                        stop.set()  # graceful: brokers unregister, the log is flushed
-                        return
+                    nonlocal interrupted
+                    async for signum in signals:
+                        interrupted = signal.Signals(signum).name
+                        if up and not stop.is_set():
+                            stop.set()  # graceful: brokers unregister, the log is flushed
+                        else:  # a start-up has nothing to stop gracefully; a second signal will not wait
+                            run.cancel()
+                interrupted = None
                 nursery.start_soon(until_signal)
-                try:
-                    result = await run_cluster(config, options, driver=drive, subscribers=[feed.record])
-                finally:
-                    feed.close()  # after run.end: viewers get the whole run
-                print(f"ran {result.virtual_seconds:.1f} virtual s in {result.wall_seconds:.2f} wall s, "
-                      f"{result.event_count} events, sha256 {result.event_log_sha256}", flush=True)
+                result = None
+                with run:
+                    try:
+                        result = await run_cluster(config, options, driver=drive, subscribers=[feed.record])
+                    finally:
+                        feed.close()  # after run.end: viewers get the whole run
+                if result is None:
+                    log = f": {options.events_path} ends there, without run.end" if options.events_path else ""
+                    print(f"stopped by {interrupted} {'while stopping' if up else 'before every node was up'}{log}",
+                          file=sys.stderr, flush=True)
+                else:
+                    print(f"ran {result.virtual_seconds:.1f} virtual s in {result.wall_seconds:.2f} wall s, "
+                          f"{result.event_count} events, sha256 {result.event_log_sha256}", flush=True)
                 nursery.cancel_scope.cancel()
 
     feed = EventFeed(live.events_path())  # every record from the first, for `nslab attach`
@@ -228,12 +243,16 @@ def run_up(args: argparse.Namespace) -> int:
 
 
 def run_replay(args: argparse.Namespace) -> int:
+    from .tui.replay import ReplayError, open_log
+
     try:
-        records = list(read_events(args.events))
-    except OSError as e:
+        records, warning = open_log(args.events)
+    except ReplayError as e:
         return _fail("replay", e)
-    if not records:
-        return _fail("replay", f"{args.events}: no event records")
+    except OSError as e:
+        return _fail("replay", f"{args.events}: cannot read: {e.strerror or e}")
+    if warning is not None:  # before the screen takes the terminal, and again on it
+        print(f"nslab replay: warning: {warning}", file=sys.stderr, flush=True)
     if args.export_scenario is not None:
         from .control.export import export_scenario
         try:
@@ -244,7 +263,7 @@ def run_replay(args: argparse.Namespace) -> int:
         steps = text.count("[[timeline]]")
         print(f"{args.export_scenario}: {steps} step{'s' * (steps != 1)}; run it with `nslab run {args.export_scenario}`")
         return 0
-    return launch.run_replay(records, args.speed)
+    return launch.run_replay(records, args.speed, warning)
 
 
 # --- nslab run / scenarios ----------------------------------------------------------------------

@@ -15,10 +15,10 @@ from the command line: `--set client.pollNameServerInterval=10s`. docs/config.md
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
+from chaos.scenario import read_toml
 from nameserver.config import parse_duration
 
 
@@ -171,7 +171,32 @@ POSITIVE_DURATIONS = (
     "consumer.rebalanceInterval",
 )
 ROUTE_PARSERS = ("fastjson", "strict", "go-v2")  # lab/clients/route_parsers.py's PARSERS
+CONSUME_FROM = ("CONSUME_FROM_LAST_OFFSET", "CONSUME_FROM_FIRST_OFFSET")  # lab/clients/consumer.py's
 MAX_SLAVES = 9  # broker ports are 10 apart within a group, groups 100 apart (lab/run/topology.py)
+# The lab's practical limits, where RocketMQ has none: every node and queue lives in this process
+# (or its children), so these keep a run within a machine's memory and a start within seconds.
+MAX_DURATION = 86_400.0  # seconds: no RocketMQ interval or timeout is longer than a day
+MAX_NAMESERVERS = 32
+MAX_BROKER_GROUPS = 64
+MAX_CLIENTS = 64  # producers, and consumers
+MAX_TOPICS = 50_000  # Faker's two-word names number ~940,000: far below that, drawing them stays fast
+MAX_QUEUES = 1024  # queue ids the clients keep as header text (lab/clients/consumer.py's QUEUE_IDS)
+MAX_CLUSTER_QUEUES = 400_000  # topics × queues × broker groups: each queue is state on every replica
+MAX_RETRIES = 32
+MAX_RATE = 10_000.0  # messages per second per producer
+MAX_MESSAGE_SIZE = 4 * 1024 * 1024  # RocketMQ's maxMessageSize (4 MiB)
+MAX_LIST = 32  # entries of latencyMax / notAvailableDuration
+MAX_MILLIS = int(MAX_DURATION * 1000)
+MAX_LIST_ITEMS = MAX_TOPICS  # any list key's entries, checked as it is read
+# RocketMQ's Validators: topic names up to 127 characters, group names up to 255, of these characters.
+TOPIC_NAME = re.compile(r"[%|a-zA-Z0-9_-]{1,127}")
+GROUP_NAME = re.compile(r"[%|a-zA-Z0-9_-]{1,255}")
+NODE_NAME = re.compile(r"[a-zA-Z0-9_.-]{1,64}")  # broker groups name nodes: `nslab chaos` splits on , : /
+
+
+def _durations(config: LabConfig) -> list[str]:
+    return [f"{section}.{f.name}" for section in SECTIONS for f in fields(getattr(config, section))
+            if f.metadata.get("duration")]
 
 
 def _rules(config: LabConfig) -> list[tuple]:
@@ -182,36 +207,57 @@ def _rules(config: LabConfig) -> list[tuple]:
         section, _, name = key.partition(".")
         return getattr(getattr(config, section), name)
 
+    def within(key: str, low, high) -> tuple:
+        return key, low <= value(key) <= high, f"must be within {low}..{high}"
+
+    queues = (c.topics if not c.topicNames else len(c.topicNames)) * c.queuesPerTopic * len(c.brokers)
     return [
-        ("cluster.nameservers", c.nameservers >= 1, "must be at least 1"),
-        ("cluster.brokers", len(c.brokers) >= 1, "must name at least one broker group"),
+        within("cluster.nameservers", 1, MAX_NAMESERVERS),
+        ("cluster.brokers", 1 <= len(c.brokers) <= MAX_BROKER_GROUPS,
+         f"must name 1..{MAX_BROKER_GROUPS} broker groups"),
         ("cluster.brokers", len(set(c.brokers)) == len(c.brokers), "has a name twice"),
-        ("cluster.slavesPerBroker", 0 <= c.slavesPerBroker <= MAX_SLAVES, f"must be within 0..{MAX_SLAVES}"),
-        ("cluster.topics", c.topics >= 1 or bool(c.topicNames), "must be at least 1 (or give topicNames)",
-         "cluster.topicNames"),
+        ("cluster.brokers", all(NODE_NAME.fullmatch(name) for name in c.brokers),
+         "must be names of 1..64 letters, digits, '-', '_' or '.'"),
+        ("cluster.clusterName", 1 <= len(c.clusterName) <= 255, "must be 1..255 characters"),
+        within("cluster.slavesPerBroker", 0, MAX_SLAVES),
+        ("cluster.topics", 1 <= c.topics <= MAX_TOPICS or bool(c.topicNames),
+         f"must be within 1..{MAX_TOPICS} (or give topicNames)", "cluster.topicNames"),
+        ("cluster.topicNames", len(c.topicNames) <= MAX_TOPICS, f"must name at most {MAX_TOPICS} topics"),
         ("cluster.topicNames", len(set(c.topicNames)) == len(c.topicNames), "has a name twice"),
-        ("cluster.queuesPerTopic", c.queuesPerTopic >= 1, "must be at least 1"),
-        ("cluster.producers", c.producers >= 0, "must not be negative"),
-        ("cluster.consumers", c.consumers >= 0, "must not be negative"),
-        ("nameserver.serverChannelMaxIdleTimeSeconds", config.nameserver.serverChannelMaxIdleTimeSeconds >= 0,
-         "must not be negative (0 turns the idle close off)"),
+        ("cluster.topicNames", all(TOPIC_NAME.fullmatch(name) for name in c.topicNames),
+         "must be RocketMQ topic names: 1..127 of letters, digits, '%', '|', '-', '_'"),
+        within("cluster.queuesPerTopic", 1, MAX_QUEUES),
+        ("cluster.queuesPerTopic", queues <= MAX_CLUSTER_QUEUES,
+         f"× topics × broker groups must be at most {MAX_CLUSTER_QUEUES:,} queues in all (here {queues:,})",
+         "cluster.topics", "cluster.topicNames", "cluster.brokers"),
+        within("cluster.producers", 0, MAX_CLIENTS),
+        within("cluster.consumers", 0, MAX_CLIENTS),
         *[(key, value(key) > 0, "must be positive") for key in POSITIVE_DURATIONS],
+        *[(key, 0 <= value(key) <= MAX_DURATION, f"must be within 0..{MAX_DURATION:g} s (a day)")
+          for key in _durations(config)],
         ("broker.brokerPermission", 0 <= b.brokerPermission <= 7, "must be a permission within 0..7 (6: read and write)"),
-        ("broker.defaultTopicQueueNums", b.defaultTopicQueueNums >= 1, "must be at least 1"),
-        ("producer.retryTimesWhenSendFailed", p.retryTimesWhenSendFailed >= 0, "must not be negative"),
-        ("producer.latencyMax", len(p.latencyMax) >= 1, "must not be empty"),
-        ("producer.latencyMax", p.latencyMax == sorted(p.latencyMax) and min(p.latencyMax, default=0) >= 0,
-         "must be non-negative and ascending"),
-        ("producer.notAvailableDuration", min(p.notAvailableDuration, default=0) >= 0, "must not be negative"),
+        within("broker.defaultTopicQueueNums", 1, MAX_QUEUES),
+        within("producer.retryTimesWhenSendFailed", 0, MAX_RETRIES),
+        ("producer.latencyMax", 1 <= len(p.latencyMax) <= MAX_LIST, f"must have 1..{MAX_LIST} entries"),
+        ("producer.latencyMax", p.latencyMax == sorted(p.latencyMax)
+         and all(0 <= ms <= MAX_MILLIS for ms in p.latencyMax), f"must be ascending, each within 0..{MAX_MILLIS} ms"),
+        ("producer.notAvailableDuration", all(0 <= ms <= MAX_MILLIS for ms in p.notAvailableDuration),
+         f"must be within 0..{MAX_MILLIS} ms each"),
         ("producer.notAvailableDuration", len(p.latencyMax) == len(p.notAvailableDuration),
          "must have as many entries as producer.latencyMax", "producer.latencyMax"),
+        ("producer.producerGroup", GROUP_NAME.fullmatch(p.producerGroup) is not None,
+         "must be a RocketMQ group name: 1..255 of letters, digits, '%', '|', '-', '_'"),
         ("client.routeParser", config.client.routeParser in ROUTE_PARSERS,
          f"must be one of {', '.join(ROUTE_PARSERS)}"),
-        ("producer.rate", p.rate > 0, "must be positive"),
-        ("producer.messageSize", p.messageSize >= 1, "must be at least 1 (RocketMQ refuses an empty body)"),
-        ("consumer.pullBatchSize", 1 <= config.consumer.pullBatchSize <= 1024, "must be within 1..1024"),
-        ("network.latency", n.latency >= 0, "must not be negative"),
-        ("network.jitter", n.jitter >= 0, "must not be negative"),
+        ("producer.rate", 0 < p.rate <= MAX_RATE, f"must be positive, at most {MAX_RATE:g} messages per second"),
+        ("producer.messageSize", 1 <= p.messageSize <= MAX_MESSAGE_SIZE,
+         f"must be within 1..{MAX_MESSAGE_SIZE} bytes (RocketMQ refuses an empty body and, by its "
+         "maxMessageSize, one over 4 MiB)"),
+        ("consumer.consumerGroup", GROUP_NAME.fullmatch(config.consumer.consumerGroup) is not None,
+         "must be a RocketMQ group name: 1..255 of letters, digits, '%', '|', '-', '_'"),
+        within("consumer.pullBatchSize", 1, 1024),  # RocketMQ's checkConfig range
+        ("consumer.consumeFromWhere", config.consumer.consumeFromWhere in CONSUME_FROM,
+         f"must be one of {', '.join(CONSUME_FROM)}"),
         ("network.loss", 0.0 <= n.loss <= 1.0, "must be within 0..1"),
     ]
 
@@ -231,19 +277,30 @@ def _convert(spec, current: object, value: object) -> object:
         raise ValueError(f"expected true or false, got {value!r}")
     if isinstance(current, list):
         items = value if isinstance(value, list) else [v for v in str(value).split(",") if v.strip()]
-        kind = int if spec.name in ("latencyMax", "notAvailableDuration") else str
-        return [kind(str(v).strip()) if kind is int else str(v).strip() for v in items]
+        if len(items) > MAX_LIST_ITEMS:  # before converting them: a million entries would take a while
+            raise ValueError(f"expected at most {MAX_LIST_ITEMS:,} entries, got {len(items):,}")
+        if spec.name in ("latencyMax", "notAvailableDuration"):
+            return [_convert_int(v) for v in items]
+        return [str(v).strip() for v in items]
     if isinstance(current, int):
-        if isinstance(value, float) or isinstance(value, bool):
-            raise ValueError(f"expected a whole number, got {value!r}")
-        return int(value)
+        return _convert_int(value)
     if isinstance(current, float):
-        if isinstance(value, bool):
-            raise ValueError(f"expected a number, got {value!r}")
-        return float(value)
+        try:
+            if isinstance(value, bool):
+                raise ValueError
+            return float(value)
+        except ValueError:
+            raise ValueError(f"expected a number, got {value!r}") from None
     if not isinstance(value, str):
         raise ValueError(f"expected text, got {value!r}")
     return value
+
+
+def _convert_int(value: object) -> int:
+    # At most 18 digits: any limit is far below, and int() of a huge text is slow.
+    if isinstance(value, (float, bool)) or not re.fullmatch(r"\s*[-+]?\d{1,18}\s*", str(value)):
+        raise ValueError(f"expected a whole number, got {value!r}")
+    return int(value)
 
 
 def _line_of(text: str, section: str | None, key: str) -> int | None:
@@ -284,24 +341,13 @@ def apply_table(config: LabConfig, table: dict, *, path: str, text: str, skip: t
 def load_config(path: str | Path | None = None, overrides: list[str] = ()) -> LabConfig:
     config = LabConfig()
     if path is not None:
-        text = read_toml_text(path)
-        apply_table(config, parse_toml(text, path), path=str(path), text=text)
+        try:
+            text, table = read_toml(path)
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
+        apply_table(config, table, path=str(path), text=text)
     apply_overrides(config, overrides)
     return config
-
-
-def read_toml_text(path: str | Path) -> str:
-    try:
-        return Path(path).read_text(encoding="utf-8")
-    except OSError as e:
-        raise ConfigError(f"{path}: cannot read: {e.strerror or e}") from None
-
-
-def parse_toml(text: str, path: str | Path) -> dict:
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise ConfigError(f"{path}: not valid TOML: {e}") from None
 
 
 def apply_overrides(config: LabConfig, overrides) -> None:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import io
+import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Callable, Iterator
 
@@ -125,15 +127,42 @@ def read_events(source: str | Path | BinaryIO | bytes) -> Iterator[dict]:
 # What a damaged log raises mid-file: bytes that are no msgpack, a string that is no UTF-8, a map
 # keyed by a list, nesting too deep.
 _UNREADABLE = (msgpack.FormatError, msgpack.StackError, ValueError, TypeError)
+# The largest record a reader takes: the largest the lab writes (an ns.tables of a 10,000-topic
+# table) is a few MB; a bit flipped in a length must not make a reader wait for gigabytes.
+MAX_RECORD_BYTES = 64 << 20
+
+
+@dataclass
+class LogScan:
+    """A log read up to its first unreadable byte: what a report or a replay can still use."""
+    records: list[dict]
+    problem: str | None  # None when the log is sound, else a short reason (scan_events' words)
+    end: int  # the byte after the last sound record
+    size: int  # the log's length in bytes
+
+    @property
+    def torn(self) -> bool:
+        """Only the last record is cut off, as a run killed mid-write leaves it: every byte before
+        it was read. Anything else unreadable is damage in the middle."""
+        return self.problem is not None and self.problem.startswith("truncated")
 
 
 def scan_events(data: bytes) -> tuple[list[dict], str | None]:
     """A whole log's records up to the first that cannot be read, and what is wrong with the log:
     None when it is sound, else a short reason. Unlike read_events, which skips what it cannot use,
     this is for a report that must not count a damaged run as a whole one."""
-    # The buffer must hold the whole log, whatever msgpack's default limit.
-    unpacker = msgpack.Unpacker(raw=False, strict_map_key=False, max_buffer_size=max(len(data), 1 << 20))
-    unpacker.feed(data)
+    scan = scan_stream(io.BytesIO(data), len(data))
+    return scan.records, scan.problem
+
+
+def scan_file(path: str | Path) -> LogScan:
+    """scan_events for a file, read as a stream: memory for the records, not the file too."""
+    with open(path, "rb") as f:
+        return scan_stream(f, os.fstat(f.fileno()).st_size)
+
+
+def scan_stream(stream: BinaryIO, size: int) -> LogScan:
+    unpacker = msgpack.Unpacker(stream, raw=False, strict_map_key=False, max_buffer_size=MAX_RECORD_BYTES)
     records: list[dict] = []
     end, problem = 0, None  # end: the byte after the last sound record
     try:
@@ -145,12 +174,14 @@ def scan_events(data: bytes) -> tuple[list[dict], str | None]:
             end = unpacker.tell()
     except _UNREADABLE:
         problem = f"corrupt at byte {end}"
-    if problem is None and end < len(data):  # the unpacker waits for the rest of a record that never came
+    except msgpack.BufferFull:
+        problem = f"corrupt at byte {end}: a record over {MAX_RECORD_BYTES >> 20} MiB"
+    if problem is None and end < size:  # the unpacker waits for the rest of a record that never came
         problem = f"truncated: the last record is cut off at byte {end}"
-    if not data:
-        return records, "empty: not a single record"
-    if not records or records[0].get("kind") != "run.start":
-        return records, "not an event log: it does not begin with run.start"
-    if problem is None and not any(r.get("kind") == "run.end" for r in reversed(records)):
+    if not size:
+        problem = "empty: not a single record"
+    elif not records or records[0].get("kind") != "run.start":
+        problem = "not an event log: it does not begin with run.start"
+    elif problem is None and not any(r.get("kind") == "run.end" for r in reversed(records)):
         problem = "incomplete: no run.end (the run was cut short)"
-    return records, problem
+    return LogScan(records, problem, end, size)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import math
 
-FAULT_FIELDS = ("t", "node", "kind", "source", "verb", "nodes", "groups", "one_way", "toxic", "toxic_table")
+FAULT_FIELDS = ("t", "node", "kind", "source", "verb", "nodes", "groups", "one_way", "toxic", "toxic_table", "for_s")
 
 
 def export_scenario(records: list[dict], *, origin: str) -> str:

@@ -24,7 +24,7 @@ LAB_VERBS = [
                                   "as mqadmin wipeWritePerm does: wipe-perm broker-a"),
     VerbSpec("add-perm", "node", "give a broker group its write permission back: add-perm broker-a"),
     VerbSpec("new-client", "node", "start a new client mid-run: new-client producer | consumer"),
-    VerbSpec("grow-topics", "node", "grow a broker's topic table: grow-topics broker-a-0 count=10000"),
+    VerbSpec("grow-topics", "node", "grow a broker's topic table: grow-topics broker-a-0 count=10000", ("count",)),
 ]
 
 ADMIN_NODE = "mqadmin"

@@ -27,9 +27,11 @@ def topic_names(count: int, seed: int) -> list[str]:
     """Readable, distinct topic names such as `TopicCareSuggest`."""
     fake = _faker(seed)
     names: list[str] = []
+    seen: set[str] = set()  # membership in O(1): a list made this quadratic in `count`
     while len(names) < count:
         name = "Topic" + "".join(w.capitalize() for w in fake.words(2))
-        if name not in names and name.isascii() and name.isalnum():
+        if name not in seen and name.isascii() and name.isalnum():
+            seen.add(name)
             names.append(name)
     return names
 

@@ -22,13 +22,14 @@ def run_tui(config, options, play=None) -> int:
     return app.return_code or 0
 
 
-def run_replay(records: list[dict], speed: float) -> int:
-    """A recorded event log on screen, in the same views."""
+def run_replay(records: list[dict], speed: float, warning: str | None = None) -> int:
+    """A recorded event log on screen, in the same views; `warning` says what is wrong with a
+    damaged log (lab.tui.replay.open_log)."""
     from .app import LabApp
     from .replay import Replay
     from .responsive import Responsive
 
-    app = LabApp(Replay(records, speed=speed), Responsive())
+    app = LabApp(Replay(records, speed=speed, warning=warning), Responsive())
     app.run()
     return app.return_code or 0
 

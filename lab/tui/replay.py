@@ -6,16 +6,49 @@ Going back in time rebuilds the model from the first record: the model only move
 from __future__ import annotations
 
 import time
+from pathlib import Path
+
+from lab.events import scan_file
 
 from .source import STEP, Source
+
+
+class ReplayError(ValueError):
+    """A log with nothing to replay: empty, or not an event log."""
+
+
+def open_log(path: str | Path) -> tuple[list[dict], str | None]:
+    """The records a replay can show and, when the log is damaged, one line saying what is wrong
+    with it and what is shown. A torn last record (a run killed mid-write) is read past, as the
+    design allows, and still said; damage in the middle ends the replay there: msgpack has no
+    marks to find the next whole record by, so nothing after the first unreadable byte is guessed at.
+    OSError when the file cannot be read; ReplayError when nothing in it can be shown."""
+    scan = scan_file(path)
+    if scan.problem is not None and scan.problem.startswith(("empty", "not an event log")):
+        raise ReplayError(f"{path}: {scan.problem}")
+    if scan.problem is None:
+        return scan.records, None
+    n, last = len(scan.records), scan.records[-1].get("t", 0.0)
+    shown = f"showing the {n} records before it, up to t={last:.1f} s"
+    if scan.torn:
+        warning = (f"{path}: the last record is torn at byte {scan.end} of {scan.size} (a run killed mid-write): "
+                   f"{shown}")
+    elif scan.end < scan.size:
+        warning = (f"{path}: damaged in the middle ({scan.problem} of {scan.size}): {shown}; "
+                   f"the {scan.size - scan.end} bytes after it cannot be read")
+    else:  # every byte read, the end missing
+        warning = f"{path}: {scan.problem}: showing all {n} records, up to t={last:.1f} s"
+    return scan.records, warning
 
 
 class Replay(Source):
     mode = "replay"
     can_step = True
 
-    def __init__(self, records: list[dict], speed: float = 4.0):
+    def __init__(self, records: list[dict], speed: float = 4.0, warning: str | None = None):
+        """warning: what is wrong with a damaged log (open_log's), told on screen once it opens."""
         super().__init__(speed)
+        self.gone = warning  # the screen says it as soon as it opens, and that nothing comes after
         self.records = records
         self.end = records[-1]["t"] if records else 0.0
         self.position = 0.0

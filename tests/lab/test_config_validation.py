@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -45,16 +46,16 @@ def test_a_period_or_timeout_of_zero_is_refused(key):
 
 
 @pytest.mark.parametrize("setting, why", [
-    ("cluster.nameservers=0", "cluster.nameservers must be at least 1"),
-    ("cluster.queuesPerTopic=0", "cluster.queuesPerTopic must be at least 1"),
+    ("cluster.nameservers=0", "cluster.nameservers must be within 1..32 (it is 0)"),
+    ("cluster.queuesPerTopic=0", "cluster.queuesPerTopic must be within 1..1024 (it is 0)"),
     ("cluster.slavesPerBroker=10", "cluster.slavesPerBroker must be within 0..9"),
     ("cluster.slavesPerBroker=-1", "cluster.slavesPerBroker must be within 0..9"),
-    ("cluster.topics=0", "cluster.topics must be at least 1 (or give topicNames)"),
-    ("cluster.brokers=", "cluster.brokers must name at least one broker group"),
+    ("cluster.topics=0", "cluster.topics must be within 1..50000 (or give topicNames) (it is 0)"),
+    ("cluster.brokers=", "cluster.brokers must name 1..64 broker groups (it is )"),
     ("broker.brokerPermission=9", "broker.brokerPermission must be a permission within 0..7"),
-    ("broker.defaultTopicQueueNums=0", "broker.defaultTopicQueueNums must be at least 1"),
-    ("producer.retryTimesWhenSendFailed=-1", "producer.retryTimesWhenSendFailed must not be negative"),
-    ("producer.messageSize=0", "producer.messageSize must be at least 1"),
+    ("broker.defaultTopicQueueNums=0", "broker.defaultTopicQueueNums must be within 1..1024 (it is 0)"),
+    ("producer.retryTimesWhenSendFailed=-1", "producer.retryTimesWhenSendFailed must be within 0..32 (it is -1)"),
+    ("producer.messageSize=0", "producer.messageSize must be within 1..4194304 bytes"),
     ("producer.rate=0", "producer.rate must be positive"),
     ("consumer.pullBatchSize=0", "consumer.pullBatchSize must be within 1..1024"),
     ("network.loss=1.5", "network.loss must be within 0..1"),
@@ -75,3 +76,42 @@ def test_the_cli_refuses_a_zero_poll_interval_in_one_line():
     assert result.returncode == 2
     assert result.stderr == ("nslab up: --set client.pollNameServerInterval=0s: client.pollNameServerInterval "
                              "must be positive (it is 0)\n")
+
+
+def _nslab(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "lab.cli", *args], capture_output=True, text=True, timeout=20)
+
+
+def _refused(result: subprocess.CompletedProcess, line: str) -> None:
+    assert (result.returncode, result.stderr) == (2, line + "\n"), result.stderr
+
+
+@pytest.mark.parametrize("setting, why", [
+    # a million topics spun at 100 % CPU deaf to signals; a hundred million NameServers and a 2 GB
+    # body ran out of memory; a duration of eleven thousand years was taken
+    ("cluster.topics=1000000", "cluster.topics must be within 1..50000 (or give topicNames) (it is 1000000)"),
+    ("cluster.nameservers=100000000", "cluster.nameservers must be within 1..32 (it is 100000000)"),
+    ("producer.messageSize=2000000000", "producer.messageSize must be within 1..4194304 bytes (RocketMQ refuses "
+                                        "an empty body and, by its maxMessageSize, one over 4 MiB) (it is 2000000000)"),
+    ("client.pollNameServerInterval=99999999999999h",
+     "client.pollNameServerInterval must be within 0..86400 s (a day) (it is 3.6e+17)"),
+    ("cluster.producers=100000", "cluster.producers must be within 0..64 (it is 100000)"),
+    ("producer.rate=1e9", "producer.rate must be positive, at most 10000 messages per second (it is 1e+09)"),
+    ("cluster.queuesPerTopic=5000", "cluster.queuesPerTopic must be within 1..1024 (it is 5000)"),
+    ("consumer.consumeFromWhere=CONSUME_FROM_TIMESTAMP", "consumer.consumeFromWhere must be one of "
+     "CONSUME_FROM_LAST_OFFSET, CONSUME_FROM_FIRST_OFFSET (it is CONSUME_FROM_TIMESTAMP)"),
+    ("cluster.nameservers=1e8", "cluster.nameservers: expected a whole number, got '1e8'"),
+    ("cluster.topicNames=Orders,Pay Later", "cluster.topicNames must be RocketMQ topic names: 1..127 of letters, "
+                                            "digits, '%', '|', '-', '_' (it is Orders,Pay Later)"),
+    ("cluster.brokers=a:b", "cluster.brokers must be names of 1..64 letters, digits, '-', '_' or '.' (it is a:b)"),
+])
+def test_a_value_out_of_range_is_one_line_naming_key_value_and_range(setting, why):
+    began = time.monotonic()
+    _refused(_nslab("up", "--headless", "--sim", "--set", setting), f"nslab up: --set {setting}: {why}")
+    assert time.monotonic() - began < 10
+
+
+def test_topics_times_queues_are_bounded_together():
+    result = _nslab("up", "--headless", "--sim", "--set", "cluster.topics=50000", "--set", "cluster.queuesPerTopic=16")
+    _refused(result, "nslab up: --set cluster.queuesPerTopic=16: cluster.queuesPerTopic × topics × broker groups "
+                    "must be at most 400,000 queues in all (here 1,600,000) (it is 16)")
