@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -148,3 +149,16 @@ def python_speed_note() -> None:
         return time.perf_counter() - start
     figure("a plain Python loop today (3M squares, best of 3)", 1000 * min(loop() for _ in range(3)), "ms",
            fmt="{:,.0f}")
+
+
+def start_nameserver(*options: str) -> tuple[subprocess.Popen, str, int]:
+    """A NameServer process of its own on a free loopback port: (process, host, port)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "nameserver", "--host", "127.0.0.1", "--port", "0", "--log-level", "WARNING", *options],
+        cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    line = proc.stdout.readline().strip()
+    if not line.startswith("NAMESRV_ADDR="):
+        proc.kill()
+        raise RuntimeError(f"the NameServer did not start: {line!r}")
+    host, port = line.split("=", 1)[1].rsplit(":", 1)
+    return proc, host, int(port)

@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import (  # noqa: E402
     ROOT, DataVersion, RemotingCommand, RequestCode, cpu_seconds, cpu_stat, cpu_times, encode, figure,
     other_load_note, percentile,
-    register_frame, title, topic_names, topic_table,
+    register_frame, start_nameserver, title, topic_names, topic_table,
 )
 from nameserver.protocol import FrameDecoder, ResponseCode  # noqa: E402
 
@@ -55,18 +55,6 @@ _LENGTH = struct.Struct(">i")
 
 
 # --- the NameServer process ----------------------------------------------------------------------
-
-def start_server() -> tuple[subprocess.Popen, str, int]:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "nameserver", "--host", "127.0.0.1", "--port", "0", "--log-level", "WARNING"],
-        cwd=ROOT, stdout=subprocess.PIPE, text=True)
-    line = proc.stdout.readline().strip()
-    if not line.startswith("NAMESRV_ADDR="):
-        proc.kill()
-        raise RuntimeError(f"the NameServer did not start: {line!r}")
-    host, port = line.split("=", 1)[1].rsplit(":", 1)
-    return proc, host, int(port)
-
 
 def call(sock: socket.socket, frame: bytes) -> RemotingCommand:
     """One blocking request/reply on a plain socket."""
@@ -263,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
     pinned = {SERVER_CPU, LOAD_CPU} <= cpus
     title(f"Route queries: GET_ROUTEINFO_BY_TOPIC over loopback TCP, {TOPICS:,} topics, "
           f"{len(BROKERS)} brokers, {args.connections} connections")
-    proc, host, port = start_server()
+    proc, host, port = start_nameserver()
     broker_socks: list[socket.socket] = []
     try:
         if pinned:
