@@ -27,9 +27,11 @@ PERM = {"rw": DIM, "r-": Style(bold=True, color="yellow"), "-w": Style(bold=True
 GONE = Style(dim=True, strike=True)
 
 
-def legend(wide: bool, expiry: float) -> str:
-    """brokerLiveTable's columns, said on its title line."""
-    return f"{'addr · node' if wide else 'node'} · heartbeat age of {expiry:.0f} s"
+def legend(wide: bool, expiry: float, room: int) -> str:
+    """brokerLiveTable's columns, said on its title line: the longest wording that fits in `room`."""
+    forms = [f"{'addr · node' if wide else 'node'} · heartbeat age of {expiry:.0f} s",
+             f"{'addr · node' if wide else 'node'} · age of {expiry:.0f} s", f"age of {expiry:.0f} s"]
+    return next((form for form in forms if len(form) <= room), forms[-1])
 
 
 def marked(pieces: list[Piece], width: int, tail: str) -> tuple[list[Piece], Piece | None]:
@@ -109,7 +111,8 @@ class NameServerPanel(ScrollView, can_focus=True):
         if key is None:
             title = [(f"{table} ({len(tables[table])})", TITLE)]
             if table == "brokerLiveTable":  # its columns need saying: one line, no room lost
-                title.append(("  " + legend(width >= WIDE, self.model.expiry), DIM))
+                room = width - len(title[0][0]) - 2
+                title.append(("  " + legend(width >= WIDE, self.model.expiry, room), DIM))
             return fit(title, width, self._base)
         value = tables[table].get(key)
         if value is None:
