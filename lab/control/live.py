@@ -49,7 +49,7 @@ from lab.run.cluster import Cluster
 from lab.run.supervisor import StartError
 from .faults import LabControl, vocabulary
 from .feed import EventFeed
-from .private import RuntimeDirError, _user, peer_uid, write_private
+from .private import RuntimeDirError, describe_user, peer_uid, write_private
 from .private import runtime_dir as _runtime_dir
 
 MAX_REQUEST = 64 * 1024  # bytes of one request line
@@ -299,7 +299,7 @@ class ControlServer:
     def _answer(self, sock: socket.socket) -> dict | None:
         uid = peer_uid(sock)
         if uid is not None and uid != os.getuid():
-            return {"ok": False, "message": f"refused: this lab answers {_user(os.getuid())} only"}
+            return {"ok": False, "message": f"refused: this lab answers {describe_user(os.getuid())} only"}
         try:
             data = read_request(sock, time.monotonic() + REQUEST_TIMEOUT)
             with self._lock:
@@ -402,7 +402,7 @@ def send(words: list[str], lab: str | dict | None = None, timeout: float = 30.0)
             sock.connect(info["socket"])
             uid = peer_uid(sock)
             if uid is not None and uid != os.getuid():  # someone else's socket where the lab's should be
-                raise LiveError(f"{info['socket']} is served by {_user(uid)}, not by you: refusing to talk to it")
+                raise LiveError(f"{info['socket']} is served by {describe_user(uid)}, not by you: refusing to talk to it")
             sock.sendall(json.dumps({"words": words}).encode() + b"\n")
             while not data.endswith(b"\n"):
                 chunk = sock.recv(65536)

@@ -58,7 +58,7 @@ def check_private(path: Path) -> None:
     elif not stat.S_ISDIR(info.st_mode):
         problem = "is not a folder"
     elif info.st_uid != os.getuid():
-        problem = f"is owned by {_user(info.st_uid)}, not by you ({_user(os.getuid())})"
+        problem = f"is owned by {describe_user(info.st_uid)}, not by you ({describe_user(os.getuid())})"
     elif stat.S_IMODE(info.st_mode) != 0o700:
         raise RuntimeDirError(f"the lab's runtime folder {path} has mode {stat.S_IMODE(info.st_mode):04o}, not 0700 "
                               f"(others could reach its sockets): `chmod 700 {path}` if you made it, "
@@ -69,7 +69,7 @@ def check_private(path: Path) -> None:
                           f"(if it is not yours, ask an administrator) or set XDG_RUNTIME_DIR to a folder of yours")
 
 
-def _user(uid: int) -> str:
+def describe_user(uid: int) -> str:
     try:
         import pwd
 

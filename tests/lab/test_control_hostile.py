@@ -368,3 +368,43 @@ def test_nslab_serve_refuses_a_runtime_folder_not_ours_in_one_line(tmpdir_only):
     assert served.returncode == 2 and "Traceback" not in served.stderr, served.stderr
     assert served.stderr.startswith(f"nslab serve: the lab's runtime folder {tmpdir_only} is not a folder")
     assert served.stderr.count("\n") == 1
+
+
+@as_root
+def test_a_client_of_another_user_is_refused_even_were_the_socket_in_reach(monkeypatch):
+    """The folder and socket opened up by hand (chmod): the lab still answers its own user only."""
+    import threading
+
+    import trio
+
+    base = Path(tempfile.mkdtemp(prefix="nslab-reach-", dir="/tmp"))
+    os.chmod(base, 0o711)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(base))
+    server = live.ControlServer(None, None, {})
+    scope, token, started = trio.CancelScope(), [], threading.Event()
+
+    async def run():
+        token.append(trio.lowlevel.current_trio_token())
+        with scope:
+            async with trio.open_nursery() as nursery:
+                await nursery.start(server.serve)
+                started.set()
+
+    thread = threading.Thread(target=trio.run, args=(run,))
+    thread.start()
+    try:
+        assert started.wait(10)
+        os.chmod(server.socket_path.parent, 0o711)
+        os.chmod(server.socket_path, 0o666)
+        code = ("import socket, sys\n"
+                "s = socket.socket(socket.AF_UNIX); s.settimeout(10); s.connect(sys.argv[1])\n"
+                "print(s.recv(65536).decode())\n")  # the refusal comes before any request
+        other = subprocess.run([sys.executable, "-c", code, str(server.socket_path)], user=OTHER, group=OTHER,
+                               capture_output=True, text=True, timeout=30)
+        assert other.stdout and json.loads(other.stdout) == {"ok": False, "message": "refused: this lab answers uid 0 (root) only"}, \
+            other.stdout + other.stderr
+    finally:
+        os.chmod(server.socket_path.parent, 0o700)
+        trio.from_thread.run_sync(scope.cancel, trio_token=token[0])
+        thread.join(10)
+        shutil.rmtree(base)
