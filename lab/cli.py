@@ -92,8 +92,8 @@ def build_parser() -> argparse.ArgumentParser:
         "ns-up NODE|all | wipe-perm BROKER | add-perm BROKER | toxic NODE[:PEER] KIND [k=v] | "
         "new-client producer|consumer | grow-topics BROKER count=N"),
         epilog="verbs:\n" + vocabulary().help(), formatter_class=argparse.RawDescriptionHelpFormatter)
-    chaos.add_argument("--lab", metavar="PID", help="which lab, when several run")
-    chaos.add_argument("words", nargs=argparse.REMAINDER, metavar="VERB ...")
+    chaos.add_argument("--lab", metavar="PID", help="which lab, when several run (before or after the verb)")
+    chaos.add_argument("words", nargs=argparse.REMAINDER, metavar="VERB ...", action=_VerbWords)
     chaos.set_defaults(run=run_chaos)
 
     at = sub.add_parser("attach", help="open the terminal UI on a lab another process runs", description=(
@@ -111,7 +111,8 @@ def build_parser() -> argparse.ArgumentParser:
         "over HTTP: each browser tab gets its own view of that same lab. The first line printed is the "
         "teacher's URL, whose tab drives the lab; the next is the viewers' URL, whose tabs watch. Nothing "
         "is fetched from the internet. Loopback only unless --host; on any other address every URL "
-        "carries a token."))
+        "carries a token. For a projector, add fontsize=N to a URL (default 16): `…/?key=K&fontsize=24`, "
+        "`…/?fontsize=24` — bigger letters, fewer columns."))
     sv.add_argument("--host", default="127.0.0.1", help="address to listen on (default %(default)s; "
                                                          "0.0.0.0 for the room)")
     sv.add_argument("--port", type=int, default=8000, help="port (default %(default)s; 0 picks a free one)")
@@ -127,6 +128,25 @@ def build_parser() -> argparse.ArgumentParser:
     add_pipeline_commands(sub)
     add_workshop_commands(sub)
     return parser
+
+
+class _VerbWords(argparse.Action):
+    """`nslab chaos`'s verb and its words, which take `--lab PID` among them too: `nslab chaos status
+    --lab 42` as well as `nslab chaos --lab 42 status` (everything after the verb reaches here)."""
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        words, rest = [], iter(values)
+        for word in rest:
+            if word != "--lab" and not word.startswith("--lab="):
+                words.append(word)
+                continue
+            lab = next(rest, None) if word == "--lab" else word.removeprefix("--lab=")
+            if not lab:
+                parser.error("argument --lab: expected one argument")
+            if namespace.lab not in (None, lab):
+                parser.error(f"--lab given twice: {namespace.lab} and {lab}")
+            namespace.lab = lab
+        setattr(namespace, self.dest, words)
 
 
 def _run_options(parser: argparse.ArgumentParser) -> None:
