@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import errno
+import functools
 import logging
 import math
 import random
@@ -26,6 +27,7 @@ import trio
 
 from nameserver.protocol import RemotingCommand, SerializeType
 from nameserver.protocol.frames import FrameDecoder, encode
+from nameserver.tcp import AcceptFailures, accept_forever
 
 from .clock import Timers, timer_source
 from .links import Links, Size, Toxic
@@ -612,6 +614,7 @@ class TcpNetwork(Network):
         self.nursery = nursery
         self.host = host
         self._relays: dict[tuple[str, str], int] = {}  # link -> relay port
+        self._accept_failures = AcceptFailures()  # one log line per interval for all the relays
 
     async def listen(self, node: str, port: int = 0) -> tuple[trio.abc.Listener, str]:
         listeners = await trio.open_tcp_listeners(port, host=self.host, backlog=1024)
@@ -639,10 +642,9 @@ class TcpNetwork(Network):
     async def _relay(self, src: str, dst: str, task_status=trio.TASK_STATUS_IGNORED) -> None:
         (listener,) = await trio.open_tcp_listeners(0, host=self.host)
         task_status.started(listener.socket.getsockname()[1])
-        async with listener:
-            while True:
-                inbound = await listener.accept()
-                self.nursery.start_soon(self._relay_connection, src, dst, inbound)
+        serve = functools.partial(self.nursery.start_soon, self._relay_connection, src, dst)
+        async with listener:  # at the descriptor limit: logged, and it accepts again (tcp.accept_forever)
+            await accept_forever(listener, serve, log, f"relay {src} -> {dst}", self._accept_failures)
 
     async def _relay_connection(self, src: str, dst: str, inbound: trio.SocketStream) -> None:
         address = self.address_of.get(dst)

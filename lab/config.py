@@ -67,6 +67,7 @@ class BrokerSection:
     shortPollingTimeMills: float = duration(1.0)
     haSendHeartbeatInterval: float = duration(5.0)
     slaveReadEnable: bool = True
+    serverChannelMaxIdleTimeSeconds: float = duration(120.0)  # NettyServerConfig's, as the NameServer's
 
 
 @dataclass

@@ -37,7 +37,7 @@ announced) goes with the connection.
 from __future__ import annotations
 
 import logging
-from typing import Awaitable, Callable, Iterable
+from typing import Awaitable, Callable, Container, Iterable
 
 import trio
 
@@ -255,26 +255,29 @@ def remote_address(stream: trio.abc.Stream) -> str:
 
 # --- idle connections ---------------------------------------------------------------------------------
 
-def idle_channels(channels: Iterable, idle: float, now: float) -> tuple[list, float]:
+def idle_channels(channels: Iterable, idle: float, now: float, spared: Container = ()) -> tuple[list, float]:
     """The channels (each with `last_activity`, the time of its last request read) idle for `idle`
-    seconds at `now`, and when the next of the others may be: now + idle at the latest, which also
-    covers a channel opened after this look."""
+    seconds at `now`, but for those `spared`, and when the next of the others may be: now + idle at
+    the latest, which also covers a channel opened after this look."""
     expired, wake = [], now + idle
     for channel in channels:
         expiry = channel.last_activity + idle
         if expiry <= now:
-            expired.append(channel)
+            if channel not in spared:
+                expired.append(channel)
         elif expiry < wake:
             wake = expiry
     return expired, wake
 
 
 async def close_idle_channels(channels: Iterable, idle_time: Callable[[], float],
-                              sleep_until: Callable[[float], Awaitable[None]],
-                              before_look: Callable[[float], None] | None = None) -> None:
+                              sleep_until: Callable[[float], Awaitable[None]], *,
+                              before_look: Callable[[float], None] | None = None,
+                              spared: Callable[[], Container] | None = None) -> None:
     """Close (`channel.close(reason)`) each of `channels` idle for idle_time() seconds, as Netty's
     IdleStateHandler does for RocketMQ; an idle time of 0 turns it off (looked at again every
-    second). `before_look(now)`, if given, stamps what arrived unseen (coasting traffic).
+    second). `before_look(now)`, if given, stamps what arrived unseen (coasting traffic); `spared()`,
+    the channels another rule closes (a broker's registered clients).
 
     One task for all connections, because re-arming a per-connection cancel-scope deadline on every
     read went through trio's deadline heap each time, ~8% of the NameServer's CPU in the
@@ -286,7 +289,7 @@ async def close_idle_channels(channels: Iterable, idle_time: Callable[[], float]
         if before_look is not None:
             before_look(now)
         if idle > 0:
-            expired, wake = idle_channels(list(channels), idle, now)
+            expired, wake = idle_channels(list(channels), idle, now, spared() if spared is not None else ())
             for channel in expired:
                 channel.close(f"idle for {idle:g} s")
         else:

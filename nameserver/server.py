@@ -151,7 +151,7 @@ class NameServer:
         """Close connections idle for serverChannelMaxIdleTimeSeconds: no request read for that
         long (a reply is written only right after a read). Coasting route polls' reads count."""
         await close_idle_channels(self.channels, lambda: self.config.serverChannelMaxIdleTimeSeconds,
-                                  self.schedule.sleep_until, self._count_coasting)
+                                  self.schedule.sleep_until, before_look=self._count_coasting)
 
     async def handle_stream(self, stream: trio.abc.Stream) -> None:
         channel = Channel(remote_address(stream), trio.current_time())

@@ -30,10 +30,11 @@ from typing import Callable
 import trio
 
 from nameserver import bodies
-from nameserver.connection import Connection, remote_address
+from nameserver.connection import Connection, close_idle_channels, remote_address
 from nameserver.protocol import RemotingCommand, RequestCode, ResponseCode, SerializeType
 from nameserver.protocol.codes import FAQ_URL_NO_ROUTE, PERM_READ, PERM_WRITE
 from nameserver.routes import DataVersion, TopicConfig
+from nameserver.tcp import AcceptFailures, accept_forever
 
 from . import admin, fastjson
 from .outer_api import BrokerIdentity, BrokerOuterAPI
@@ -68,17 +69,20 @@ SEND_CODES = (RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode
 class ClientChannel:
     """One accepted connection: replies, held pulls and broker-initiated requests go out on it."""
 
-    def __init__(self, stream: trio.abc.Stream):
+    def __init__(self, stream: trio.abc.Stream, now: float):
         self.connection = Connection(stream)
         self.remote_addr = remote_address(stream)
         self.scope = trio.CancelScope()  # cancelled to close the connection
         self.serialize_type = SerializeType.JSON  # of its last heartbeat, for NOTIFY_CONSUMER_IDS_CHANGED
+        self.last_activity = now  # trio time of the last request read: the idle close watches it
 
     def send_soon(self, command: RemotingCommand) -> None:
         """For replies sent later than their request: dropped if the connection is gone meanwhile."""
         self.connection.send_soon(command)
 
-    def close(self) -> None:
+    def close(self, reason: str | None = None) -> None:
+        if reason is not None and not self.scope.cancel_called:
+            log.info("closing connection from %s: %s", self.remote_addr, reason)
         self.scope.cancel()
 
     def __repr__(self) -> str:
@@ -185,6 +189,7 @@ class Broker:
                         services.start_soon(self._register_periodically)
                         services.start_soon(self._register_on_topic_change)
                         services.start_soon(self._scan_not_active_channel)
+                        services.start_soon(self._close_idle_channels)
                         if self.ha_client is not None:
                             services.start_soon(self.ha_client.run)
                         task_status.started(self.address)
@@ -205,12 +210,12 @@ class Broker:
             await self._stopped.wait()
 
     async def _accept(self, listener: trio.abc.Listener, nursery: trio.Nursery) -> None:
-        while True:
-            try:
-                stream = await listener.accept()
-            except trio.ClosedResourceError:
-                return  # the network closed the node's listener: its process is gone
-            nursery.start_soon(self._handle_stream, stream)
+        """At the descriptor limit it logs, waits and accepts again, as Netty does (tcp.accept_forever)."""
+        try:
+            await accept_forever(listener, lambda stream: nursery.start_soon(self._handle_stream, stream),
+                                 log, self.node.name, AcceptFailures())
+        except trio.ClosedResourceError:
+            return  # the network closed the node's listener: its process is gone
 
     # --- registration -----------------------------------------------------------------------------
 
@@ -268,7 +273,7 @@ class Broker:
     # --- connections ------------------------------------------------------------------------------
 
     async def _handle_stream(self, stream: trio.abc.Stream) -> None:
-        channel = ClientChannel(stream)
+        channel = ClientChannel(stream, self.node.now())
         if hasattr(stream, "query_coaster"):  # simulated: rebalance rounds over it may coast
             stream.query_coaster = self
         self.client_channels[channel] = None
@@ -289,6 +294,7 @@ class Broker:
             await channel.connection.aclose()
 
     def _process(self, channel: ClientChannel, req: RemotingCommand) -> RemotingCommand | None:
+        channel.last_activity = self.node.now()
         if req.is_response:  # to a notification of ours: nothing waits for it
             return None
         processor = self._processors.get(req.code)
@@ -556,6 +562,23 @@ class Broker:
                                              opaque=next(self._opaques))
             channel.send_soon(notify)
 
+    async def _close_idle_channels(self) -> None:
+        """NettyRemotingServer's idle close, as the NameServer's (nameserver/connection.py): a
+        connection with no whole request read for serverChannelMaxIdleTimeSeconds — a silent one,
+        half a frame, a frame fed a byte a second — is closed. Registered producers and consumers
+        are left to ClientHousekeepingService, which closes theirs 120 s after their last
+        heartbeat: one rule for them, so what a simulated run skips of their traffic (pulls renewed
+        in place, offset rounds, coasting rebalance calls) changes nothing. A held pull is answered
+        within its suspend time and a slave replicates every few seconds: neither is idle."""
+        await close_idle_channels(self.client_channels, lambda: self.config.serverChannelMaxIdleTimeSeconds,
+                                  self.node.schedule.sleep_until, spared=self._registered_channels)
+
+    def _registered_channels(self) -> set[ClientChannel]:
+        registered = {channel for table in self.producer_manager.group_channel_table.values() for channel in table}
+        registered.update(channel for info in self.consumer_manager.consumer_table.values()
+                          for channel in info.channel_info_table)
+        return registered
+
     async def _scan_not_active_channel(self) -> None:
         """ClientHousekeepingService: clients silent for 120 s are dropped and their connections closed."""
         await self.node.schedule.every(CLIENT_HOUSEKEEPING_INTERVAL, CLIENT_HOUSEKEEPING_INTERVAL,
@@ -601,9 +624,10 @@ class Broker:
 
     def broker_properties(self) -> dict[str, object]:
         """The broker config as GET_BROKER_CONFIG lists it: the lab's [broker] settings under
-        BrokerConfig's names (durations in ms, as Java holds them) and the broker's identity."""
-        props = {f.name: int(round(getattr(self.config, f.name) * 1000)) if f.metadata.get("duration")
-                 else getattr(self.config, f.name) for f in dataclasses.fields(self.config)}
+        BrokerConfig's names (durations in ms, as Java holds them; NettyServerConfig's *Seconds in s)
+        and the broker's identity."""
+        props = {f.name: int(round(getattr(self.config, f.name) * (1 if f.name.endswith("Seconds") else 1000)))
+                 if f.metadata.get("duration") else getattr(self.config, f.name) for f in dataclasses.fields(self.config)}
         host, _, port = (self.address or ":").rpartition(":")
         props.update(brokerClusterName=self.cluster_name, brokerName=self.broker_name, brokerId=self.broker_id,
                      brokerIP1=host, listenPort=port, haListenPort=port,  # HA runs on the remoting port
