@@ -310,7 +310,7 @@ def run_scenario(args: argparse.Namespace) -> int:
     for line in scenario.profile() or ["(no faults)"]:
         say(f"  {line}")
     say("expectations, as they are decided:")
-    verdict = scenarios.run(prepared, options, on_result=lambda r: say(
+    verdict = scenarios.run(prepared, options, signals=True, on_result=lambda r: say(
         f"  {r.mark} {r.name}: {r.detail}"))
     if args.junit:
         args.junit.write_text(verdict.junit())

@@ -7,8 +7,10 @@ Bundled scenarios live in chaos/scenarios/*.toml; docs/scenarios.md is their ref
 from __future__ import annotations
 
 import math
+import signal
 import time
 import xml.etree.ElementTree as ET
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -133,13 +135,15 @@ class Verdict:
         return ET.tostring(suite, encoding="unicode", xml_declaration=True)
 
 
-def run(prepared: Prepared, options: RunOptions, *, on_result=None) -> Verdict:
-    """Run a prepared scenario. options.sim selects the simulated network on virtual time."""
+def run(prepared: Prepared, options: RunOptions, *, on_result=None, signals: bool = False) -> Verdict:
+    """Run a prepared scenario. options.sim selects the simulated network on virtual time.
+    signals: SIGINT and SIGTERM end the run, unjudged (`nslab run`: only a main thread can take them)."""
     options.seed = prepared.seed
     if options.sim:
         deterministic_scheduling(prepared.seed)
     with collector_tuned_for_a_run():
-        return trio.run(lambda: run_async(prepared, options, on_result=on_result), clock=make_clock(options))
+        return trio.run(lambda: run_async(prepared, options, on_result=on_result, signals=signals),
+                        clock=make_clock(options))
 
 
 class Play:
@@ -228,16 +232,32 @@ def live_play(config: LabConfig, seed: int) -> Play:
     return Play(Prepared(scenario, config, plan(config, seed), seed))
 
 
-async def run_async(prepared: Prepared, options: RunOptions, *, on_result=None) -> Verdict:
+async def run_async(prepared: Prepared, options: RunOptions, *, on_result=None, signals: bool = False) -> Verdict:
     play = Play(prepared, on_result=on_result)
     verdict = play.verdict
     wall = time.monotonic()
+    result = None
     try:
-        result = await run_cluster(prepared.config, options, scenario=prepared.scenario.name, driver=play.driver,
-                                   subscribers=play.subscribers)
+        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) if signals else nullcontext() as received:
+            async with trio.open_nursery() as nursery:
+                async def interrupt():
+                    async for signum in received:  # a verdict needs the whole run: none can be given
+                        when = f"at t={play.events.now():.1f} s" if play.events else "during start-up"
+                        verdict.error = f"interrupted by {signal.Signals(signum).name} {when}"
+                        nursery.cancel_scope.cancel()
+                if received is not None:
+                    nursery.start_soon(interrupt)
+                result = await run_cluster(prepared.config, options, scenario=prepared.scenario.name,
+                                           driver=play.driver, subscribers=play.subscribers)
+                nursery.cancel_scope.cancel()
     except Exception as e:  # a bug in the lab: this run says nothing about the system under test
+        while isinstance(e, ExceptionGroup) and len(e.exceptions) == 1:  # the nursery's wrapping
+            e = e.exceptions[0]
         verdict.error = f"{type(e).__name__}: {e}"
+    if result is None:  # the error says why
         verdict.wall_seconds = time.monotonic() - wall
+        if play.events is not None:  # as far as it went
+            verdict.virtual_seconds, verdict.event_count = play.events.now(), play.events.count
         return verdict
     verdict.virtual_seconds, verdict.wall_seconds = result.virtual_seconds, result.wall_seconds
     verdict.event_count, verdict.event_log_sha256 = result.event_count, result.event_log_sha256

@@ -155,3 +155,27 @@ def test_a_signal_during_start_up_ends_the_lab_within_seconds(signum, mode, tmp_
     assert lab.returncode == 0 and "Traceback" not in err
     assert err == (f"stopped by {signal.Signals(signum).name} before every node was up: "
                    f"{tmp_path / 'run.events'} ends there, without run.end\n")
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_ends_a_scenario_run_unjudged_within_seconds(signum, tmp_path):
+    """Before, SIGINT was not heard until the run had ended (and judged it VALID), and SIGTERM killed
+    it where it stood (exit 143, the log never closed)."""
+    lab = subprocess.Popen([sys.executable, "-m", "lab.cli", "run", "large-cluster-broker-crash",
+                            "--events", str(tmp_path / "run.events")],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(6)
+        assert lab.poll() is None, lab.communicate()
+        lab.send_signal(signum)
+        sent = time.monotonic()
+        out, err = lab.communicate(timeout=60)
+        waited = time.monotonic() - sent
+    finally:
+        if lab.poll() is None:
+            lab.kill()
+            lab.wait()
+    assert waited < 5, f"took {waited:.1f} s to stop"
+    assert lab.returncode == 2 and err == "", err  # 2: the run could not be judged
+    assert f"the run could not be judged: interrupted by {signal.Signals(signum).name}" in out
+    assert out.splitlines()[-1].startswith("UNKNOWN: 0/")
