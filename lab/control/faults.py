@@ -28,6 +28,7 @@ LAB_VERBS = [
 ]
 
 ADMIN_NODE = "mqadmin"
+MAX_GROWN_TOPICS = 100_000  # a registration of them is tens of MB: the seeds' "too large" heartbeat, within memory
 
 
 def vocabulary() -> Vocabulary:
@@ -207,8 +208,8 @@ def validate(fault: Fault, nodes: dict[str, str], broker_names: set[str]) -> Non
     elif verb == "grow-topics":
         need(fault.nodes[0], "broker")
         count = dict(fault.params).get("count", 10_000)
-        if not str(count).isdigit() or int(count) < 1:
-            raise FaultError(f"grow-topics: count must be a whole number >= 1, not {count!r}")
+        if not str(count).isdigit() or not 1 <= int(count) <= MAX_GROWN_TOPICS:
+            raise FaultError(f"grow-topics: count must be a whole number within 1..{MAX_GROWN_TOPICS}, not {count!r}")
     else:
         for name in fault.nodes + tuple(n for g in fault.groups for n in g):
             need(name, "nameserver", "broker", "producer", "consumer")

@@ -78,6 +78,14 @@ def test_fault_parameters_are_checked_by_name_and_range(words, message):
     assert str(error.value) == message
 
 
+def test_grow_topics_is_bounded_before_it_is_applied():
+    from lab.control.faults import validate
+    fault = vocabulary().parse_words(["grow-topics", "broker-a-0", "count=100000000"])  # was a MemoryError
+    with pytest.raises(FaultError) as error:
+        validate(fault, {"broker-a-0": "broker"}, {"broker-a"})
+    assert str(error.value) == "grow-topics: count must be a whole number within 1..100000, not '100000000'"
+
+
 # --- bad scenario and config files ----------------------------------------------------------------
 
 HEADER = '[scenario]\nteaches = "x"\nduration = "1m"\n'
