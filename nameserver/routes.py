@@ -9,7 +9,8 @@ read-write lock plays.
 
 Cost: a removal touches only the removed broker's own rows. Indexes (an address's broker names and
 channel, a broker name's clusters and topics, each key's insertion position) stand in for 4.9.8's
-walks over every table, so expiring thousands of silent brokers is linear, not quadratic.
+walks over every table, so expiring thousands of silent brokers is linear, not quadratic. A scan
+can take them a batch at a time (its `limit`): the server answers other connections in between.
 
 Order: the tables are dicts (insertion order; dicts as ordered sets). Where 4.9.8's HashMap order
 reaches the wire or decides an outcome (topic lists, cluster info, route lists, which cluster loses a

@@ -835,3 +835,6 @@ def test_indexed_removals_agree_with_walking_every_table(h, ops):
         assert ours.java_cluster_info() == walking.java_cluster_info()
         assert ours.get_all_topic_list() == walking.get_all_topic_list()
         assert _held_indexes(ours) == _indexes_of(ours), op
+        assert ours._position.keys() == {(table, key) for table, rows in (
+            ("topics", ours.topic_queue_table), ("brokers", ours.broker_addr_table),
+            ("clusters", ours.cluster_addr_table), ("live", ours.broker_live_table)) for key in rows}, op
