@@ -150,7 +150,7 @@ class AcceptFailures:
             self.unlogged += 1
             return None
         self._next = now + self.interval
-        line = f"{where}: accept failed: {error}; still accepting, every {ACCEPT_RETRY_DELAY:g} s"
+        line = f"{where}: accept failed: {error}; retrying every {ACCEPT_RETRY_DELAY:g} s"
         if self.unlogged:
             line += f" ({self.unlogged} more failures since the last line)"
         self.unlogged = 0

@@ -98,7 +98,7 @@ async def test_a_zip_bomb_registration_is_refused_naming_the_limit_and_stalls_no
 def test_accept_failures_are_logged_once_per_interval_with_the_count_of_the_others():
     failures, error = AcceptFailures(), OSError(24, "Too many open files")
     first = failures.line(100.0, error, "NameServer")
-    assert first == "NameServer: accept failed: [Errno 24] Too many open files; still accepting, every 0.1 s"
+    assert first == "NameServer: accept failed: [Errno 24] Too many open files; retrying every 0.1 s"
     assert [failures.line(100.0 + i / 10, error, "NameServer") for i in range(1, 99)] == [None] * 98
     later = failures.line(100.0 + ACCEPT_LOG_INTERVAL, error, "NameServer")
     assert later.endswith("(98 more failures since the last line)")
