@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from tui_support import EXPIRED_AT, LESSON_DRAIN, flood_log, lesson_log, replay_app, replay_of
 
+from lab.tui.chaos_menu import HELP, SECOND
 from lab.tui.screens.partition import PartitionScreen
+from lab.tui.screens.pick import PickScreen
 
 AT = EXPIRED_AT + 12  # ns-2 has expired broker-a-0 twelve seconds ago: the tables differ
 
@@ -74,3 +76,21 @@ def test_story_and_collapsed_log_at_200x55(snap_compare):
 
 def test_brokers_membership_at_200x55(snap_compare):
     assert snap_compare(replay_app(AT), terminal_size=(200, 55))
+
+
+# A teacher's 80×24 (issue 38): the verdict pinned above the expectations; the longest dialog
+# description whole above its choices.
+
+def test_lesson_ended_at_80x24(snap_compare):
+    assert snap_compare(replay_of(lesson_log(), at=LESSON_DRAIN + 5), press=["4"], terminal_size=(80, 24))
+
+
+def test_toxic_dialog_at_80x24(snap_compare):
+    app = replay_app(AT)
+
+    async def open_dialog(pilot):
+        presets = SECOND["toxic"][1]
+        app.push_screen(PickScreen(f"toxic: {HELP['toxic']}", [(label, label) for label in presets]))
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=(80, 24), run_before=open_dialog)
