@@ -239,3 +239,22 @@ async def _registered_broker(lab, port, task_status=trio.TASK_STATUS_IGNORED):
         host, local_port = broker.stream.socket.getsockname()[:2]
         task_status.started(f"{host}:{local_port}")  # the NameServer's remote_addr for this connection
         await trio.sleep_forever()
+
+
+async def test_a_frame_fed_a_byte_a_second_does_not_keep_a_connection_past_the_idle_time(nursery, mock_clock):
+    """Idle means no whole request read (nameserver/connection.py): bytes of a frame that never
+    completes keep nothing open, however steadily they come."""
+    mock_clock.rate = 10
+    lab = await Lab(nursery, serverChannelMaxIdleTimeSeconds=5).start()
+    stream = await raw_connection(lab)
+    opened = trio.current_time()
+    with trio.fail_after(30):
+        for byte in struct.pack(">i", 4096) + bytes(200):  # a 4 KiB frame, never whole
+            try:
+                await stream.send_all(bytes([byte]))
+            except trio.BrokenResourceError:
+                break
+            with trio.move_on_after(1):
+                if await stream.receive_some(65536) == b"":
+                    break
+    assert 5 <= trio.current_time() - opened <= 15  # the idle time, and a loaded machine's lag
