@@ -85,7 +85,7 @@ class RemotingClient:
     `on_callback_error` gets that exception (the lab's nodes crash with it), by default the log."""
 
     def __init__(self, stream: trio.abc.Stream, *, opaques: Iterator[int] | None = None,
-                 on_request: Callable[[RemotingCommand], None] | None = None,
+                 on_request: Callable[[RemotingCommand], RemotingCommand | None] | None = None,
                  on_callback_error: Callable[[Exception], None] = _log_callback_error):
         self.stream = stream
         self.connection = Connection(stream)
@@ -309,8 +309,9 @@ class RemotingClient:
                 future.put(RemotingTimeoutError(f"no reply to request {future.code} within {future.timeout:g} s"))
 
     def _dispatch(self, command: RemotingCommand) -> None:
-        """A reply to the call it answers; a request from the peer to on_request (whose answer,
-        if any, is its own business)."""
+        """A reply to the call it answers; a request from the peer to on_request, whose answer,
+        if it returns one, goes back on this connection (a broker forwarding mqadmin's
+        GET_CONSUMER_RUNNING_INFO waits for it)."""
         if command.flag & FLAG_RESPONSE:
             future = self._pending.pop(command.opaque, None)
             if future is None:
@@ -318,7 +319,9 @@ class RemotingClient:
             else:
                 future.put(command)
         elif self._on_request is not None:
-            self._on_request(command)
+            reply = self._on_request(command)
+            if reply is not None and not command.flag & FLAG_ONEWAY:
+                self.connection.send_soon(reply)
 
     async def aclose(self) -> None:
         await self.connection.aclose()

@@ -12,6 +12,13 @@ and the request headers are lab/broker/server.py's.
 | 208  | GET_CONSUME_STATS            | ConsumeStats: per queue brokerOffset, consumerOffset, lastTimestamp; consumeTps |
 | 300  | QUERY_TOPIC_CONSUME_BY_WHO   | GroupList                                                  |
 | 317  | GET_BROKER_CONSUME_STATS     | ConsumeStatsList: every group's ConsumeStats, totalDiff     |
+| 21   | GET_ALL_TOPIC_CONFIG         | TopicConfigManager: topicConfigTable, dataVersion           |
+| 25   | UPDATE_BROKER_CONFIG         | none: `key=value` properties in, applied where they mean something |
+| 200, 201, 207 | subscription groups | SubscriptionGroupManager (lab/broker/subscription_group.py) |
+| 215  | DELETE_TOPIC_IN_BROKER       | none: the topic leaves the table                            |
+| 307  | GET_CONSUMER_RUNNING_INFO    | the consumer's own reply, forwarded (ConsumerRunningInfo)   |
+| 315  | VIEW_BROKER_STATS_DATA       | BrokerStatsData: statsMinute / statsHour / statsDay {sum, tps, avgpt} |
+| 328  | GET_ALL_PRODUCER_INFO        | ProducerTableInfo: {"data": {group: [ProducerInfo]}}        |
 
 Maps are written in the order Java's HashMap iterates them (fastjson.hash_order), MessageQueue keys
 as JSON objects, as a 4.9.8 broker writes them.
@@ -24,7 +31,7 @@ import re
 import shutil
 from typing import Callable, Iterable, Mapping
 
-from nameserver.bodies import data_version_to_wire
+from nameserver.bodies import data_version_to_wire, topic_config_to_wire
 from nameserver.protocol import fastjson as nameserver_fastjson
 from nameserver.routes import DataVersion, TopicConfig
 
@@ -44,8 +51,19 @@ GET_PRODUCER_CONNECTION_LIST = 204
 GET_CONSUME_STATS = 208
 QUERY_TOPIC_CONSUME_BY_WHO = 300
 GET_BROKER_CONSUME_STATS = 317
+GET_ALL_TOPIC_CONFIG = 21
+UPDATE_BROKER_CONFIG = 25
+UPDATE_AND_CREATE_SUBSCRIPTIONGROUP = 200
+GET_ALL_SUBSCRIPTIONGROUP_CONFIG = 201
+DELETE_SUBSCRIPTIONGROUP = 207
+DELETE_TOPIC_IN_BROKER = 215
+GET_CONSUMER_RUNNING_INFO = 307
+VIEW_BROKER_STATS_DATA = 315
+GET_ALL_PRODUCER_INFO = 328
 
 CONSUMER_NOT_ONLINE = 206  # ResponseCode
+CONSUME_MSG_TIMEOUT = 207  # ResponseCode: a consumer that did not answer a forwarded request
+SUBSCRIPTION_GROUP_NOT_EXIST = 26  # ResponseCode
 
 BROKER_VERSION = 409  # MQVersion.CURRENT_VERSION of 4.9.8
 BROKER_VERSION_DESC = "V4_9_8"
@@ -140,12 +158,18 @@ def format_runtime(millis: int) -> str:
 
 
 def disk_used_ratio(path) -> float:
-    """UtilAll.getDiskPartitionSpaceUsedPercent: -1 for a path that does not exist."""
+    """UtilAll.getDiskPartitionSpaceUsedPercent: used / (used + usable), rounded up to a whole
+    percent; -1 for a path that does not exist. `used` counts the blocks in use (total − free), and
+    the blocks only root may use are in neither figure: against the total they would count as used
+    (on a disk with a large reserve, 0.70 where 4.9.8 says 0.25). shutil's `free` is the usable space."""
     try:
         usage = shutil.disk_usage(path)
     except OSError:
         return -1.0
-    return (usage.total - usage.free) / usage.total if usage.total else -1.0
+    entire = usage.used + usage.free
+    if usage.total <= 0 or entire <= 0:
+        return -1.0
+    return -(-usage.used * 100 // entire) / 100.0
 
 
 def runtime_info(*, stats: BrokerStats, store: MessageStore, now: float, now_ms: int, boot_ms: int) -> Bean:
@@ -165,6 +189,7 @@ def runtime_info(*, stats: BrokerStats, store: MessageStore, now: float, now_ms:
         ("runtime", format_runtime(max(0, now_ms - boot_ms))),
         ("putMessageEntireTimeMax", "0"),
         ("putMessageTimesTotal", str(times_total)),
+        ("putMessageFailedTimes", "0"),  # a lab put does not fail (a refused send never reaches the store)
         ("putMessageSizeTotal", str(stats.put_size_total)),
         ("putMessageDistributeTime", "".join(f"{d}:{puts if i == 0 else 0} " for i, d in enumerate(PUT_TIME_BUCKETS))),
         ("putMessageAverageSize", java_double(stats.put_size_total / times_total)),
@@ -175,6 +200,9 @@ def runtime_info(*, stats: BrokerStats, store: MessageStore, now: float, now_ms:
         ("getMissTps", tps_text(stats.pulls_miss_tps(now))),
         ("getTotalTps", tps_text(stats.pulls_total_tps(now))),
         ("getTransferedTps", tps_text(stats.get_transfered_tps(now))),
+        # findPutMessageEntireTimePX(0.99 / 0.999) as "%.2f": every lab put lands in the first bucket
+        ("putLatency99", "0.00"),
+        ("putLatency999", "0.00"),
     ]
     if store.path is not None:  # the commit log's directory; a simulated store has none
         ratio = disk_used_ratio(store.path.parent)
@@ -335,3 +363,108 @@ def producer_connection(channels: Mapping[object, ClientChannelInfo], addr_of: C
 def group_list(groups: Iterable[str]) -> Bean:
     """GroupList: a HashSet<String>."""
     return Bean(groupList=hash_order(groups))
+
+
+# --- GET_ALL_TOPIC_CONFIG (21) --------------------------------------------------------------------------
+
+# TopicConfigManager's table is a ConcurrentHashMap(1024): 2048 buckets.
+TOPIC_TABLE_CAPACITY = 2048
+
+
+def all_topic_config(table: Mapping[str, TopicConfig], version: DataVersion) -> Bean:
+    """TopicConfigManager.encode(): {"dataVersion", "topicConfigTable"} — what exportMetadata reads
+    as a TopicConfigSerializeWrapper."""
+    configs = hash_map(((name, Bean(topic_config_to_wire(config))) for name, config in table.items()),
+                       initial_capacity=TOPIC_TABLE_CAPACITY)
+    return Bean(dataVersion=Bean(data_version_to_wire(version)), topicConfigTable=configs)
+
+
+# --- UPDATE_BROKER_CONFIG (25) --------------------------------------------------------------------------
+
+# AdminBrokerProcessor.initConfigBlackList, with BrokerConfig.configBlackList's default.
+CONFIG_BLACK_LIST = frozenset(("brokerConfigPath", "rocketmqHome", "configBlackList"))
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """MixAll.string2Properties for the text mqadmin sends (Properties.store's lines): `key=value`
+    or `key:value`, `#` and `!` comments, blank lines; backslash escapes as Properties.load reads
+    them (\\t, \\n, \\uXXXX, an escaped separator). Line continuations are not supported (a
+    ValueError names the line), nor does mqadmin write them."""
+    escapes = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+
+    def unescape(part: str) -> str:
+        out, i = [], 0
+        while i < len(part):
+            c = part[i]
+            if c == "\\" and i + 1 < len(part):
+                n = part[i + 1]
+                if n == "u" and re.fullmatch(r"[0-9a-fA-F]{4}", part[i + 2:i + 6]):
+                    out.append(chr(int(part[i + 2:i + 6], 16)))
+                    i += 6
+                    continue
+                out.append(escapes.get(n, n))
+                i += 2
+                continue
+            out.append(c)
+            i += 1
+        return "".join(out)
+
+    props: dict[str, str] = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        line = line.lstrip(" \t\f")
+        if not line or line[0] in "#!":
+            continue
+        if (len(line) - len(line.rstrip("\\"))) % 2 == 1:  # an odd run of backslashes ends it
+            raise ValueError(f"line {number} of the properties continues on the next line, which is not supported")
+        match = re.match(r"((?:\\.|[^=:\s\\])*)\s*[=:]?\s*(.*)$", line)
+        props[unescape(match.group(1))] = unescape(match.group(2))
+    return props
+
+
+# --- VIEW_BROKER_STATS_DATA (315) -----------------------------------------------------------------------
+
+TOPIC_PUT_NUMS = "TOPIC_PUT_NUMS"
+GROUP_GET_NUMS = "GROUP_GET_NUMS"
+STATS_WINDOWS = (("statsMinute", 60), ("statsHour", 3600), ("statsDay", 86400))  # seconds
+
+
+def broker_stats_item(total: int, window: int, uptime: float) -> Bean:
+    """BrokerStatsItem of a StatsItem's snapshot list: `total` counted over the last `window`
+    seconds, its rate per second (over the uptime while the broker is younger, at least 1 s, as the
+    lab's other rates) and avgpt, the count per call (each lab put or pull call is one)."""
+    return Bean(avgpt=1.0 if total else 0.0, sum=total, tps=float(total / max(1.0, min(float(window), uptime))))
+
+
+def broker_stats_data(counts: Mapping[str, int], uptime: float) -> Bean:
+    """BrokerStatsData: `counts` maps each of statsMinute / statsHour / statsDay to what was counted
+    in its window."""
+    return Bean({name: broker_stats_item(counts[name], window, uptime) for name, window in STATS_WINDOWS})
+
+
+def topic_put_counts(store: MessageStore, config: TopicConfig, now_ms: int, boot_ms: int) -> dict[str, int] | None:
+    """TOPIC_PUT_NUMS of a topic, from the store: the messages put in each window since this
+    broker's boot (BrokerStatsManager's counters start at boot); None if none was put since, as
+    4.9.8 has no stats item for a topic nobody sent to."""
+    queues = range(max(config.write_queue_nums, config.read_queue_nums))
+
+    def since(ms: int) -> int:
+        return sum(max(0, store.max_offset(config.topic_name, q)) - max(0, store.search_offset(config.topic_name, q, ms))
+                   for q in queues)
+
+    if since(boot_ms) == 0:
+        return None
+    return {name: since(max(boot_ms, now_ms - window * 1000)) for name, window in STATS_WINDOWS}
+
+
+# --- GET_ALL_PRODUCER_INFO (328) ------------------------------------------------------------------------
+
+def producer_table_info(groups: Mapping[str, Mapping[object, ClientChannelInfo]],
+                        addr_of: Callable[[object], str], epoch_ms_of: Callable[[float], int]) -> Bean:
+    """ProducerTableInfo {"data": {group: [ProducerInfo]}}: a HashMap by group; each ProducerInfo's
+    remoteIP is Netty's remoteAddress().toString(), "/ip:port"."""
+    data = hash_map((group, [Bean(clientId=info.client_id, language=info.language,
+                                  lastUpdateTimestamp=epoch_ms_of(info.last_update_timestamp),
+                                  remoteIP="/" + addr_of(channel), version=info.version)
+                             for channel, info in channels.items()])
+                    for group, channels in groups.items() if channels)
+    return Bean(data=data)

@@ -231,6 +231,16 @@ class ConsumerManager:
         info = self.consumer_table.get(group)
         return info.client_ids() if info else []
 
+    def find_channel(self, group: str, client_id: str) -> tuple[object, ClientChannelInfo] | None:
+        """ConsumerManager.findChannel: the connection of the group's member `client_id`, and what
+        its heartbeat said (the last one heard when it is on two connections)."""
+        info = self.consumer_table.get(group)
+        found = None
+        for channel, client in (info.channel_info_table.items() if info else ()):
+            if client.client_id == client_id:
+                found = (channel, client)
+        return found
+
     def get_all_channel(self, group: str) -> list[object]:
         info = self.consumer_table.get(group)
         return list(info.channel_info_table) if info else []

@@ -37,6 +37,7 @@ from nameserver.routes import DataVersion, TopicConfig
 from nameserver.tcp import AcceptFailures, accept_forever
 
 from . import admin, fastjson
+from .admin_processor import AdminProcessor
 from .outer_api import BrokerIdentity, BrokerOuterAPI
 from .consumer_manager import ConsumerManager, parse_heartbeat_body
 from .ha import COMMIT_LOG, HA_TRANSFER, HAClient, HAService
@@ -125,6 +126,7 @@ class Broker:
         self._services: trio.Nursery | None = None
         self._stopped = trio.Event()
         self._consumer_list_bodies: dict[tuple, bytes] = {}  # GET_CONSUMER_LIST_BY_GROUP bodies by answer
+        self.admin_processor = AdminProcessor(self)  # subscription groups, config, stats, metadata
         self._processors: dict[int, Callable[[RemotingCommand, ClientChannel], RemotingCommand | None]] = {
             **{code: self._send_message for code in SEND_CODES},
             RequestCode.PULL_MESSAGE: self.pull_message,
@@ -144,7 +146,6 @@ class Broker:
             RequestCode.CONSUMER_SEND_MSG_BACK: self._consumer_send_msg_back,
             HA_TRANSFER: self._ha_transfer,
             admin.UPDATE_AND_CREATE_TOPIC: self._update_and_create_topic,
-            admin.GET_BROKER_CONFIG: self._get_broker_config,
             admin.GET_BROKER_RUNTIME_INFO: self._get_broker_runtime_info,
             admin.GET_TOPIC_STATS_INFO: self._get_topic_stats_info,
             admin.GET_CONSUMER_CONNECTION_LIST: self._get_consumer_connection_list,
@@ -152,6 +153,7 @@ class Broker:
             admin.GET_CONSUME_STATS: self._get_consume_stats,
             admin.QUERY_TOPIC_CONSUME_BY_WHO: self._query_topic_consume_by_who,
             admin.GET_BROKER_CONSUME_STATS: self._get_broker_consume_stats,
+            **self.admin_processor.processors(),
         }
 
     @property
@@ -295,7 +297,8 @@ class Broker:
 
     def _process(self, channel: ClientChannel, req: RemotingCommand) -> RemotingCommand | None:
         channel.last_activity = self.node.now()
-        if req.is_response:  # to a notification of ours: nothing waits for it
+        if req.is_response:  # to a request forwarded to a client (307), or a notification of ours
+            self.admin_processor.on_response(channel, req)
             return None
         processor = self._processors.get(req.code)
         if processor is None:
@@ -381,9 +384,9 @@ class Broker:
             config = self._retry_topic(topic)
         return config
 
-    def _retry_topic(self, topic: str) -> TopicConfig:
+    def _retry_topic(self, topic: str, queue_nums: int = 1) -> TopicConfig:
         config, created = self.topic_config_manager.create_topic_in_send_message_back_method(
-            topic, 1, PERM_RW, 0, self.node.now_ms())
+            topic, queue_nums, PERM_RW, 0, self.node.now_ms())
         if created:
             self._topic_created(config, "retry")
         return config
@@ -422,6 +425,13 @@ class Broker:
     def pull_message(self, req: RemotingCommand, channel: ClientChannel, allow_suspend: bool = True):
         if not self.broker_permission & PERM_READ:
             return req.response(ResponseCode.NO_PERMISSION, f"the broker[{self.address}] pulling message is forbidden")
+        group = req.require("consumerGroup")
+        subscription_group = self.admin_processor.find_subscription_group(group)
+        if subscription_group is None:
+            return req.response(admin.SUBSCRIPTION_GROUP_NOT_EXIST,
+                                f"subscription group [{group}] does not exist, \nSee {FAQ_URL_NO_ROUTE} for further details.")
+        if not subscription_group.consumeEnable:
+            return req.response(ResponseCode.NO_PERMISSION, f"subscription group no permission, {group}")
         topic = req.require("topic")
         queue_id, offset = req.require_ints("queueId", "queueOffset")
         config = self.topic_config_manager.select(topic)
@@ -510,9 +520,12 @@ class Broker:
         for group in heartbeat.producers:
             self.producer_manager.register_producer(group, heartbeat.client_id, channel, now, req.language, req.version)
         for consumer in heartbeat.consumers:
-            self._retry_topic(retry_topic(consumer.group_name))
-            if self.consumer_manager.register_consumer(consumer, heartbeat.client_id, channel, now,
-                                                       req.language, req.version):
+            group = self.admin_processor.find_subscription_group(consumer.group_name)
+            if group is not None:
+                self._retry_topic(retry_topic(consumer.group_name), group.retryQueueNums)
+            if (self.consumer_manager.register_consumer(consumer, heartbeat.client_id, channel, now,
+                                                        req.language, req.version)
+                    and (group is None or group.notifyConsumerIdsChangedEnable)):
                 self._consumer_ids_changed(consumer.group_name, "register")
         # The client takes the reply's version as the broker's: a realistic one (409) lets it
         # subscribe with SQL92 as well as tags.
@@ -634,10 +647,6 @@ class Broker:
                      namesrvAddr=";".join(self.namesrv_addrs), brokerPermission=self.broker_permission,
                      brokerRole="SLAVE" if self.is_slave else "ASYNC_MASTER", forceRegister=True)
         return props
-
-    def _get_broker_config(self, req: RemotingCommand, channel: ClientChannel) -> RemotingCommand:
-        return req.response(ResponseCode.SUCCESS, ext_fields={"version": admin.data_version_json(self.config_data_version)},
-                            body=admin.properties_text(self.broker_properties()).encode())
 
     def _get_broker_runtime_info(self, req: RemotingCommand, channel: ClientChannel) -> RemotingCommand:
         self.hold_service.catch_up()  # coasting pulls' renewals: counted in getMissTps

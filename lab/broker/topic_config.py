@@ -70,6 +70,14 @@ class TopicConfigManager:
             return existing, False
         return self._put(TopicConfig(topic, queue_nums, queue_nums, perm, topic_sys_flag=topic_sys_flag), now_ms), True
 
+    def delete_topic_config(self, topic: str, now_ms: int) -> TopicConfig | None:
+        """DELETE_TOPIC_IN_BROKER: the topic leaves the table under a new DataVersion, so the next
+        registration re-sends the table without it; the removed config, None if there was none."""
+        old = self.topic_config_table.pop(topic, None)
+        if old is not None:
+            self.next_version(now_ms)
+        return old
+
     def replace_all(self, table: dict[str, TopicConfig], data_version: DataVersion) -> None:
         """A slave takes its master's table and version (SlaveSynchronize.syncTopicConfig)."""
         self.topic_config_table.clear()

@@ -33,6 +33,7 @@ from .coasting import coast_rebalance
 from .instance import MQClientInstance
 from .rebalance import allocate_averagely
 from .route_cache import MessageQueue, subscribe_queues
+from .running_info import CONSUME_THREADS, RETRY_GROUP_TOPIC_PREFIX, consumer_running_info
 
 log = logging.getLogger("lab.clients")
 
@@ -170,6 +171,8 @@ class Consumer:
         self.consumer_group = self.config.consumerGroup
         self.topics = topics
         sub_version = int(node.now() * 1000)
+        self.retry_sub_version = sub_version
+        self.start_ms = node.now_ms()  # consumerStartTimestamp
         self.sub_versions = {topic: sub_version for topic in topics}
         self._sub_version_fields = {topic: str(version) for topic, version in self.sub_versions.items()}
         self._pull_batch_size = str(self.config.pullBatchSize)
@@ -220,8 +223,24 @@ class Consumer:
             "subscriptionDataSet": [
                 {"classFilterMode": False, "codeSet": [], "expressionType": "TAG", "subString": "*",
                  "subVersion": version, "tagsSet": [], "topic": topic}
-                for topic, version in self.sub_versions.items()],
+                for topic, version in self.subscriptions().items()],
         }
+
+    def subscriptions(self) -> dict[str, int]:
+        """topic -> subVersion of what it subscribes to, with %RETRY%<group> as a clustering
+        consumer of 4.9.8 adds it (DefaultMQPushConsumerImpl.copySubscription). The lab consumer
+        does not pull the retry topic: it fails no message, so nothing is ever sent back to it."""
+        return {**self.sub_versions, RETRY_GROUP_TOPIC_PREFIX + self.consumer_group: self.retry_sub_version}
+
+    def running_info(self) -> dict:
+        """GET_CONSUMER_RUNNING_INFO's answer (lab/clients/running_info.py)."""
+        settings = {"messageModel": "CLUSTERING", "consumeFromWhere": self.config.consumeFromWhere,
+                    "pullBatchSize": self.config.pullBatchSize, "pullInterval": 0,
+                    "consumeThreadMin": CONSUME_THREADS, "consumeThreadMax": CONSUME_THREADS}
+        return consumer_running_info(
+            group=self.consumer_group, settings=settings, subscriptions=self.subscriptions(),
+            queues=[(tuple(mq), self.offset_store.read_offset(mq)) for mq in self.process_queue_table],
+            namesrv_addrs=self.instance.source.addrs, start_ms=self.start_ms)
 
     # --- routes -------------------------------------------------------------------------------------
 

@@ -26,13 +26,14 @@ import trio
 from lab.remoting.channels import ChannelTable, Node
 from lab.remoting.handover import CallbackRound
 from nameserver.client import RemotingError
-from nameserver.protocol import RemotingCommand, RequestCode
+from nameserver.protocol import RemotingCommand, RequestCode, ResponseCode
 from nameserver.routes import MASTER_ID, TopicRouteData
 
 from .api import MQClientAPI
 from .errors import MQBrokerError, MQClientError, NoRouteInfoError, code_name
 from .namesrv import NamesrvSelector, namesrv_source
 from .route_cache import FindBrokerResult, MessageQueue, RouteCache, RoutePoll, unremarkable_fetch
+from .running_info import encode
 from .coasting import coast_route_poll
 from .topaddr import fetch_namesrv_addr
 
@@ -346,10 +347,19 @@ class MQClientInstance:
 
     # --- consumers ------------------------------------------------------------------------------------
 
-    def _process_request(self, command: RemotingCommand) -> None:
-        """Requests brokers send to the client; only NOTIFY_CONSUMER_IDS_CHANGED matters here."""
+    def _process_request(self, command: RemotingCommand) -> RemotingCommand | None:
+        """Requests brokers send to the client (ClientRemotingProcessor): NOTIFY_CONSUMER_IDS_CHANGED,
+        and GET_CONSUMER_RUNNING_INFO, which is answered; any other code is ignored."""
         if command.code == RequestCode.NOTIFY_CONSUMER_IDS_CHANGED:
             self.rebalance_immediately()
+        elif command.code == RequestCode.GET_CONSUMER_RUNNING_INFO:
+            group = command.field("consumerGroup")
+            consumer = next((c for c in self.consumers if c.consumer_group == group), None)
+            if consumer is None:
+                return command.response(ResponseCode.SYSTEM_ERROR,
+                                        f"The Consumer Group <{group}> not exist in this consumer")
+            return command.response(ResponseCode.SUCCESS, body=encode(consumer.running_info()))
+        return None
 
     def rebalance_immediately(self) -> None:
         self._rebalance_wakeup.set()

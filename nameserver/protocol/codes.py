@@ -32,6 +32,7 @@ class RequestCode(IntEnum):
     CONSUMER_SEND_MSG_BACK = 36
     GET_CONSUMER_LIST_BY_GROUP = 38
     NOTIFY_CONSUMER_IDS_CHANGED = 40
+    GET_CONSUMER_RUNNING_INFO = 307  # broker -> client, forwarded from mqadmin consumerStatus
     LOCK_BATCH_MQ = 41
     UNLOCK_BATCH_MQ = 42
     SEND_MESSAGE_V2 = 310

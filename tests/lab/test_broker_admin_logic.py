@@ -82,3 +82,32 @@ def test_renewals_counted_at_once_read_as_counted_one_by_one():
     assert at_once.pulls_miss.total == one_by_one.pulls_miss.total == 200
     for now in (renewals[-1], renewals[-1] + 5, renewals[-1] + 300):
         assert at_once.pulls_miss_tps(now) == one_by_one.pulls_miss_tps(now) != (0.0, 0.0, 0.0)
+
+
+def test_disk_ratio_is_used_over_used_plus_usable_rounded_up_to_a_percent(monkeypatch):
+    """UtilAll.getDiskPartitionSpaceUsedPercent: blocks reserved for root count neither as used nor
+    as usable. A disk of 1000 blocks, 234 in use, 534 usable (232 reserved): 234/768 = 0.3047 ->
+    0.31, where (total - usable) / total said 0.466."""
+    import shutil
+
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: shutil._ntuple_diskusage(1000, 234, 534))
+    assert admin.disk_used_ratio("/anywhere") == 0.31
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: shutil._ntuple_diskusage(1000, 250, 750))
+    assert admin.disk_used_ratio("/anywhere") == 0.25  # exact: no rounding up
+
+
+def test_broker_config_keys_are_4_9_8_s_four_config_classes():
+    from lab.broker import broker_config_keys as keys
+
+    # 187 fields, writeBufferHigh/LowWaterMark in both Netty classes: 185 keys
+    assert (len(keys.FIELDS), len(keys.DEFAULTS)) == (187, 185)
+    configs = keys.all_configs({"brokerName": "broker-a", "haMasterAddress": None}, cpus=2)
+    assert "haMasterAddress" not in configs and configs["brokerName"] == "broker-a"
+    assert (configs["sendMessageThreadPoolNums"], configs["pullMessageThreadPoolNums"]) == (2, 20)
+    assert configs["mappedFileSizeCommitLog"] == 1024 ** 3 and configs["consumerFallbehindThreshold"] == 16 * 1024 ** 3
+    assert keys.parse_value("traceOn", "TRUE") is True and keys.parse_value("fileReservedTime", " 48") == 48
+
+
+def test_properties_text_from_mqadmin_is_read_as_java_properties():
+    assert admin.parse_properties("# comment\nbrokerPermission=4\n  fileReservedTime : 48\nmsgTraceTopicName=a\\=b\n") == {
+        "brokerPermission": "4", "fileReservedTime": "48", "msgTraceTopicName": "a=b"}

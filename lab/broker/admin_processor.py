@@ -1,0 +1,283 @@
+"""The rest of AdminBrokerProcessor (4.9.8) on a lab broker: subscription groups, config, stats,
+metadata, topic deletion, and requests forwarded to a consumer. The bodies are lab/broker/admin.py's
+and subscription_group.py's plain functions; this is their edge on the broker (lab/broker/server.py
+dispatches these codes here).
+
+| code | mqadmin | what the broker does |
+| 21  | exportMetadata             | the topic table and its DataVersion |
+| 25  | updateBrokerConfig         | keeps every 4.9.8 key it is given; acts on those the lab has (see apply_config) |
+| 26  | getBrokerConfig            | 4.9.8's keys, the lab's values where it has them |
+| 200 | updateSubGroup             | creates or replaces a SubscriptionGroupConfig |
+| 201 | getConsumerConfig, exportMetrics, exportMetadata | the subscription group table |
+| 207 | deleteSubGroup             | removes a group from the table |
+| 215 | deleteTopic                | removes the topic; the next registration carries the table without it |
+| 307 | consumerStatus             | forwards the request to the consumer's connection, and its answer back |
+| 315 | statsAll                   | TOPIC_PUT_NUMS from the store, GROUP_GET_NUMS from the pulls |
+| 328 | producer                   | every producer group's connections |
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from typing import TYPE_CHECKING, Callable
+
+import trio
+
+from nameserver import bodies
+from nameserver.protocol import RemotingCommand, ResponseCode
+from nameserver.routes import DataVersion
+from lab.remoting.epoch import epoch_ms
+
+from . import admin, broker_config_keys, fastjson
+from .subscription_group import SubscriptionGroupConfig, SubscriptionGroupManager
+
+if TYPE_CHECKING:
+    from .server import Broker, ClientChannel
+
+log = logging.getLogger("lab.broker.admin")
+
+# Broker2Client.callClient waits this long for the consumer (invokeSync, 10 s).
+CALL_CLIENT_TIMEOUT = 10.0
+# MQVersion.Version.V3_1_8_SNAPSHOT.ordinal(): older clients cannot answer a forwarded request.
+V3_1_8_SNAPSHOT = 77
+SLAVE_REFUSAL = "Can't modify topic or subscription group from slave broker, please execute it from master broker."
+
+# Lab settings read where they are used, so a change takes effect at once (the others are read at
+# start only); their values are Java's milliseconds for the lab's durations in seconds.
+LIVE_KEYS = frozenset(("longPollingEnable", "shortPollingTimeMills", "slaveReadEnable", "compressedRegister",
+                       "registerBrokerTimeoutMills", "serverChannelMaxIdleTimeSeconds", "autoCreateTopicEnable"))
+
+
+class AdminProcessor:
+    def __init__(self, broker: Broker):
+        self.broker = broker
+        self.subscription_group_manager = SubscriptionGroupManager(broker.node.now_ms())
+        self.config_updates: dict[str, object] = {}  # keys set by UPDATE_BROKER_CONFIG the lab keeps as given
+        self._waiting: dict[tuple[object, int], Callable[[RemotingCommand], None]] = {}  # forwarded calls
+
+    def processors(self) -> dict[int, Callable[[RemotingCommand, ClientChannel], RemotingCommand | None]]:
+        return {
+            admin.GET_ALL_TOPIC_CONFIG: self.get_all_topic_config,
+            admin.UPDATE_BROKER_CONFIG: self.update_broker_config,
+            admin.GET_BROKER_CONFIG: self.get_broker_config,
+            admin.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP: self.update_and_create_subscription_group,
+            admin.GET_ALL_SUBSCRIPTIONGROUP_CONFIG: self.get_all_subscription_group,
+            admin.DELETE_SUBSCRIPTIONGROUP: self.delete_subscription_group,
+            admin.DELETE_TOPIC_IN_BROKER: self.delete_topic,
+            admin.GET_CONSUMER_RUNNING_INFO: self.get_consumer_running_info,
+            admin.VIEW_BROKER_STATS_DATA: self.view_broker_stats_data,
+            admin.GET_ALL_PRODUCER_INFO: self.get_all_producer_info,
+        }
+
+    @staticmethod
+    def _body(req: RemotingCommand, bean: object) -> RemotingCommand:
+        return req.response(ResponseCode.SUCCESS, body=fastjson.encode(bean))
+
+    def _refuse_on_slave(self, req: RemotingCommand) -> RemotingCommand | None:
+        """AdminBrokerProcessor.validateSlave."""
+        return req.response(ResponseCode.SYSTEM_ERROR, SLAVE_REFUSAL) if self.broker.is_slave else None
+
+    # --- topics (21, 215) ---------------------------------------------------------------------------
+
+    def get_all_topic_config(self, req: RemotingCommand, channel: ClientChannel) -> RemotingCommand:
+        manager = self.broker.topic_config_manager
+        return self._body(req, admin.all_topic_config(manager.topic_config_table, manager.data_version))
+
+    def delete_topic(self, req: RemotingCommand, channel: ClientChannel) -> RemotingCommand:
+        refused = self._refuse_on_slave(req)
+        if refused is not None:
+            return refused
+        topic = req.require("topic")
+        broker = self.broker
+        remark = admin.check_topic(topic, (broker.cluster_name, broker.broker_name))
+        if remark is not None:
+            return req.response(ResponseCode.SYSTEM_ERROR, remark)
+        if broker.topic_config_manager.delete_topic_config(topic, broker.node.now_ms()) is not None:
+            broker.node.emit("broker.topic", topic=topic, queues=0, perm=0, reason="delete")
+        return req.response(ResponseCode.SUCCESS)
+
+    # --- config (25, 26) ----------------------------------------------------------------------------
+
+    def broker_config(self) -> dict[str, object]:
+        """Every 4.9.8 key: the broker's own values (Broker.broker_properties), then what
+        UPDATE_BROKER_CONFIG set, over 4.9.8's defaults."""
+        values = self.broker.broker_properties()
+        store_path = self.broker.store.path
+        if store_path is not None:
+            values.setdefault("storePathRootDir", str(store_path.parent))
+            values.setdefault("storePathCommitLog", str(store_path))
+        values.setdefault("brokerIP2", values.get("brokerIP1"))
+        values["autoCreateSubscriptionGroup"] = self.subscription_group_manager.auto_create
+        values.update(self.config_updates)
+        return broker_config_keys.all_configs(values)
+
+    def get_broker_config(self, req: RemotingCommand, channel: ClientChannel) -> RemotingCommand:
+        version = admin.data_version_json(self.broker.config_data_version)
+        return req.response(ResponseCode.SUCCESS, ext_fields={"version": version},
+                            body=admin.properties_text(self.broker_config()).encode())
+
+    def update_broker_config(self, req: RemotingCommand, channel: ClientChannel) -> RemotingCommand | None:
+        """Configuration.update: keys 4.9.8 has, each parsed as its field's type; a key in the black
+        list is NO_PERMISSION, as in 4.9.8. An unknown key or a value of the wrong type is refused
+        with a remark naming it (4.9.8 drops it without a word). A new brokerPermission is
+        registered with every NameServer before the answer, as 4.9.8's registerBrokerAll does."""
+        if not req.body:
+            return req.response(ResponseCode.SUCCESS)
+        props = admin.parse_properties(req.body.decode("utf-8", errors="replace"))
+        if admin.CONFIG_BLACK_LIST & props.keys():
+            return req.response(ResponseCode.NO_PERMISSION, "Can not update config in black list.")
+        unknown = sorted(k for k in props if k not in broker_config_keys.DEFAULTS)
+        if unknown:
+            return req.response(ResponseCode.SYSTEM_ERROR, f"no such broker config key: {', '.join(unknown)}")
+        values = {k: broker_config_keys.parse_value(k, v) for k, v in props.items()}  # ValueError: SYSTEM_ERROR
+        self.apply_config(values)
+        broker = self.broker
+        if "brokerPermission" in values:
+            broker.node.emit("broker.config", keys=sorted(values))
+            broker._services.start_soon(self._set_permission, req, channel, values["brokerPermission"])
+            return None
+        broker.config_data_version = DataVersion(broker.node.now_ms(), broker.config_data_version.counter + 1)
+        broker.node.emit("broker.config", keys=sorted(values))
+        return req.response(ResponseCode.SUCCESS)
+
+    def apply_config(self, values: dict[str, object]) -> None:
+        """Where a key means something in the lab it changes what this broker does: the lab
+        settings of LIVE_KEYS (on a copy of the config: the lab's config is shared by its brokers),
+        autoCreateSubscriptionGroup; brokerPermission is set by the caller. Every key is kept, so
+        GET_BROKER_CONFIG shows it."""
+        broker = self.broker
+        lab = {f.name: f for f in dataclasses.fields(broker.config)}
+        changes = {}
+        for key, value in values.items():
+            if key in LIVE_KEYS and key in lab:
+                seconds = lab[key].metadata.get("duration") and not key.endswith("Seconds")
+                changes[key] = value / 1000 if seconds else value
+            elif key == "autoCreateSubscriptionGroup":
+                self.subscription_group_manager.auto_create = value
+            elif key != "brokerPermission":
+                self.config_updates[key] = value
+        if changes:
+            broker.config = dataclasses.replace(broker.config, **changes)
+        if "autoCreateTopicEnable" in changes:
+            broker.topic_config_manager.auto_create_topic_enable = changes["autoCreateTopicEnable"]
+
+    async def _set_permission(self, req: RemotingCommand, channel: ClientChannel, perm: int) -> None:
+        await self.broker.set_permission(perm)
+        channel.send_soon(req.response(ResponseCode.SUCCESS))
+
+    # --- subscription groups (200, 201, 207) ----------------------------------------------------------
+
+    def update_and_create_subscription_group(self, req: RemotingCommand, channel: ClientChannel) -> RemotingCommand:
+        refused = self._refuse_on_slave(req)
+        if refused is not None:
+            return refused
+        if not req.body:
+            return req.response(ResponseCode.SYSTEM_ERROR, "UPDATE_AND_CREATE_SUBSCRIPTIONGROUP without a body")
+        config = SubscriptionGroupConfig.from_body(bodies.load(req.body, req.serialize_type))
+        self.subscription_group_manager.update_subscription_group_config(config, self.broker.node.now_ms())
+        self.broker.node.emit("broker.subscription_group", group=config.groupName, change="update",
+                              consume_enable=config.consumeEnable)
+        return req.response(ResponseCode.SUCCESS)
+
+    def get_all_subscription_group(self, req: RemotingCommand, channel: ClientChannel) -> RemotingCommand:
+        return self._body(req, self.subscription_group_manager.bean())
+
+    def delete_subscription_group(self, req: RemotingCommand, channel: ClientChannel) -> RemotingCommand:
+        refused = self._refuse_on_slave(req)
+        if refused is not None:
+            return refused
+        group = req.require("groupName")
+        if req.field("removeOffset") == "true":
+            return req.response(ResponseCode.SYSTEM_ERROR,
+                                "removeOffset=true is not supported: the lab's store keeps a group's offsets")
+        if self.subscription_group_manager.delete_subscription_group_config(group, self.broker.node.now_ms()):
+            self.broker.node.emit("broker.subscription_group", group=group, change="delete")
+        return req.response(ResponseCode.SUCCESS)
+
+    def find_subscription_group(self, group: str):
+        """findSubscriptionGroupConfig, for heartbeats and pulls: created if the broker may."""
+        config = self.subscription_group_manager.subscription_group_table.get(group)  # every pull: no clock read
+        if config is not None:
+            return config
+        return self.subscription_group_manager.find_subscription_group_config(group, self.broker.node.now_ms())
+
+    # --- GET_CONSUMER_RUNNING_INFO (307): Broker2Client.callClient ----------------------------------------
+
+    def get_consumer_running_info(self, req: RemotingCommand, channel: ClientChannel) -> RemotingCommand | None:
+        group, client_id = req.require("consumerGroup"), req.require("clientId")
+        found = self.broker.consumer_manager.find_channel(group, client_id)
+        if found is None:
+            return req.response(ResponseCode.SYSTEM_ERROR, f"The Consumer <{group}> <{client_id}> not online")
+        target, info = found
+        if info.version < V3_1_8_SNAPSHOT:
+            return req.response(ResponseCode.SYSTEM_ERROR, f"The Consumer <{client_id}> Version <{info.version}> "
+                                "too low to finish, please upgrade it to V3_1_8_SNAPSHOT")
+        self.broker._services.start_soon(self._call_client, req, channel, target, group, client_id)
+        return None
+
+    async def _call_client(self, req: RemotingCommand, channel: ClientChannel, target: ClientChannel,
+                           group: str, client_id: str) -> None:
+        """Send the request on the consumer's own connection and answer `req` with its reply:
+        code, remark, extFields and body as the consumer sent them."""
+        forward = RemotingCommand.request(req.code, req.ext_fields, req.body, serialize_type=target.serialize_type,
+                                          opaque=next(self.broker._opaques))
+        key = (target, forward.opaque)
+        answered = trio.Event()
+        replies: list[RemotingCommand] = []
+
+        def on_reply(reply: RemotingCommand) -> None:
+            replies.append(reply)
+            answered.set()
+
+        self._waiting[key] = on_reply
+        try:
+            target.send_soon(forward)
+            with trio.move_on_after(CALL_CLIENT_TIMEOUT):
+                await answered.wait()
+        finally:
+            self._waiting.pop(key, None)
+        if replies:
+            reply = replies[0]
+            answer = req.response(reply.code, reply.remark, ext_fields=reply.ext_fields, body=reply.body)
+        else:
+            answer = req.response(admin.CONSUME_MSG_TIMEOUT, f"consumer <{group}> <{client_id}> Timeout: "
+                                  f"no answer within {CALL_CLIENT_TIMEOUT:g} s")
+        channel.send_soon(answer)
+
+    def on_response(self, channel: ClientChannel, reply: RemotingCommand) -> None:
+        """A response on a client's connection: to a forwarded call if one waits for it (late or
+        unknown ones are dropped, as Netty's response table drops them)."""
+        on_reply = self._waiting.pop((channel, reply.opaque), None)
+        if on_reply is not None:
+            on_reply(reply)
+
+    # --- VIEW_BROKER_STATS_DATA (315) ---------------------------------------------------------------
+
+    def view_broker_stats_data(self, req: RemotingCommand, channel: ClientChannel) -> RemotingCommand:
+        name, key = req.require("statsName"), req.require("statsKey")
+        broker = self.broker
+        now = broker.node.now()
+        uptime = broker.stats.uptime(now)
+        counts = None
+        if name == admin.TOPIC_PUT_NUMS:
+            config = broker.topic_config_manager.select(key)
+            if config is not None:
+                counts = admin.topic_put_counts(broker.store, config, broker.node.now_ms(), broker.boot_ms)
+        elif name == admin.GROUP_GET_NUMS and "@" in key:
+            topic, _, group = key.partition("@")
+            rate = broker.stats.group_gets.get((topic, group))
+            if rate is not None:  # BrokerStats keeps a minute of it; its total counts since boot
+                minute = round(broker.stats.group_get_tps(now, group, topic) * max(1.0, min(60.0, uptime)))
+                counts = {"statsMinute": minute, "statsHour": rate.total, "statsDay": rate.total}
+        if counts is None:
+            return req.response(ResponseCode.SYSTEM_ERROR, f"The stats <{name}> <{key}> not exist")
+        return self._body(req, admin.broker_stats_data(counts, uptime))
+
+    # --- GET_ALL_PRODUCER_INFO (328) ----------------------------------------------------------------
+
+    def get_all_producer_info(self, req: RemotingCommand, channel: ClientChannel) -> RemotingCommand:
+        base = self.broker.node.epoch_base_ms
+        return self._body(req, admin.producer_table_info(
+            self.broker.producer_manager.group_channel_table, lambda ch: ch.remote_addr,
+            lambda t: epoch_ms(base, t)))
