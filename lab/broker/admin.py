@@ -19,6 +19,7 @@ and the request headers are lab/broker/server.py's.
 | 307  | GET_CONSUMER_RUNNING_INFO    | the consumer's own reply, forwarded (ConsumerRunningInfo)   |
 | 315  | VIEW_BROKER_STATS_DATA       | BrokerStatsData: statsMinute / statsHour / statsDay {sum, tps, avgpt} |
 | 328  | GET_ALL_PRODUCER_INFO        | ProducerTableInfo: {"data": {group: [ProducerInfo]}}        |
+| 305  | GET_SYSTEM_TOPIC_LIST_FROM_BROKER | TopicList: the system topics, the cluster and broker names |
 
 Maps are written in the order Java's HashMap iterates them (fastjson.hash_order), MessageQueue keys
 as JSON objects, as a 4.9.8 broker writes them.
@@ -60,6 +61,7 @@ DELETE_TOPIC_IN_BROKER = 215
 GET_CONSUMER_RUNNING_INFO = 307
 VIEW_BROKER_STATS_DATA = 315
 GET_ALL_PRODUCER_INFO = 328
+GET_SYSTEM_TOPIC_LIST_FROM_BROKER = 305
 
 CONSUMER_NOT_ONLINE = 206  # ResponseCode
 CONSUME_MSG_TIMEOUT = 207  # ResponseCode: a consumer that did not answer a forwarded request
@@ -71,10 +73,11 @@ BROKER_VERSION_DESC = "V4_9_8"
 # TopicValidator (4.9.8)
 VALID_TOPIC = re.compile(r"^[%|a-zA-Z0-9_-]+$")
 TOPIC_MAX_LENGTH = 127
-SYSTEM_TOPICS = frozenset((
+SYSTEM_TOPIC_ORDER = (  # TopicValidator's static SYSTEM_TOPIC_SET, in the order it is filled
     AUTO_CREATE_TOPIC_KEY_TOPIC, "SCHEDULE_TOPIC_XXXX", "BenchmarkTest", "RMQ_SYS_TRANS_HALF_TOPIC",
     "RMQ_SYS_TRACE_TOPIC", "RMQ_SYS_TRANS_OP_HALF_TOPIC", "TRANS_CHECK_MAX_TIME_TOPIC", "SELF_TEST_TOPIC",
-    "OFFSET_MOVED_EVENT"))
+    "OFFSET_MOVED_EVENT")
+SYSTEM_TOPICS = frozenset(SYSTEM_TOPIC_ORDER)
 SYSTEM_TOPIC_PREFIX = "rmq_sys_"
 TOPIC_FILTER_TYPES = ("SINGLE_TAG", "MULTI_TAG")
 
@@ -377,6 +380,13 @@ def all_topic_config(table: Mapping[str, TopicConfig], version: DataVersion) -> 
     configs = hash_map(((name, Bean(topic_config_to_wire(config))) for name, config in table.items()),
                        initial_capacity=TOPIC_TABLE_CAPACITY)
     return Bean(dataVersion=Bean(data_version_to_wire(version)), topicConfigTable=configs)
+
+
+def system_topic_list(reserved: Iterable[str]) -> Bean:
+    """GET_SYSTEM_TOPIC_LIST_FROM_BROKER (305): TopicList of TopicValidator's system topic set (a
+    HashSet), which a broker extends with its cluster and broker names at start. mqadmin's
+    exportMetadata and exportMetrics leave these out of the topic table 21 answers."""
+    return Bean(topicList=hash_order([*SYSTEM_TOPIC_ORDER, *reserved]))
 
 
 # --- UPDATE_BROKER_CONFIG (25) --------------------------------------------------------------------------

@@ -5,6 +5,7 @@ dispatches these codes here).
 
 | code | mqadmin | what the broker does |
 | 21  | exportMetadata             | the topic table and its DataVersion |
+| 305 | exportMetadata, exportMetrics | the system topics (left out of what 21 gave) |
 | 25  | updateBrokerConfig         | keeps every 4.9.8 key it is given; acts on those the lab has (see apply_config) |
 | 26  | getBrokerConfig            | 4.9.8's keys, the lab's values where it has them |
 | 200 | updateSubGroup             | creates or replaces a SubscriptionGroupConfig |
@@ -68,6 +69,8 @@ class AdminProcessor:
             admin.GET_CONSUMER_RUNNING_INFO: self.get_consumer_running_info,
             admin.VIEW_BROKER_STATS_DATA: self.view_broker_stats_data,
             admin.GET_ALL_PRODUCER_INFO: self.get_all_producer_info,
+            admin.GET_SYSTEM_TOPIC_LIST_FROM_BROKER: lambda req, channel: self._body(
+                req, admin.system_topic_list((self.broker.cluster_name, self.broker.broker_name))),
         }
 
     @staticmethod
@@ -108,6 +111,8 @@ class AdminProcessor:
             values.setdefault("storePathRootDir", str(store_path.parent))
             values.setdefault("storePathCommitLog", str(store_path))
         values.setdefault("brokerIP2", values.get("brokerIP1"))
+        if self.broker.is_slave:  # BrokerStartup lowers it by 10 on a slave
+            values.setdefault("accessMessageInMemoryMaxRatio", 30)
         values["autoCreateSubscriptionGroup"] = self.subscription_group_manager.auto_create
         values.update(self.config_updates)
         return broker_config_keys.all_configs(values)

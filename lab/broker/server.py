@@ -690,8 +690,7 @@ class Broker:
         return self._body(req, admin.group_list(groups))
 
     def _get_broker_consume_stats(self, req: RemotingCommand, channel: ClientChannel) -> RemotingCommand:
-        groups = list(dict.fromkeys([*self.consumer_manager.consumer_table,
-                                     *(g for g, _, _ in self.store.consumer_offsets)]))
+        groups = self.admin_processor.subscription_group_manager.group_names()
         return self._body(req, admin.consume_stats_list(groups, broker_addr=self.address,
                                                         order_only=req.field("isOrder") == "true",
                                                         **self._consume_stats_args()))

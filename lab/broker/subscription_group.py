@@ -17,7 +17,7 @@ from typing import Mapping
 from nameserver.bodies import data_version_to_wire
 from nameserver.routes import DataVersion
 
-from .fastjson import Bean, hash_map
+from .fastjson import Bean, hash_map, hash_order
 
 # MixAll's group names, in the order SubscriptionGroupManager.init puts them; the last four are
 # created with consumeBroadcastEnable=true (the default anyway).
@@ -96,6 +96,10 @@ class SubscriptionGroupManager:
             return False
         self._next_version(now_ms)
         return True
+
+    def group_names(self) -> list[str]:
+        """The table's keys in its iteration order (fetchAllConsumeStatsInBroker walks them)."""
+        return hash_order(self.subscription_group_table, initial_capacity=TABLE_CAPACITY)
 
     def bean(self) -> Bean:
         """SubscriptionGroupManager.encode(): the table (a ConcurrentHashMap(1024)) and its DataVersion."""

@@ -287,10 +287,19 @@ async def test_broker_consume_stats_list_every_group_and_the_total_diff(tcp):
         await tcp.send(broker.address, queue_id=queue_id)
     await commit(tcp, broker, 1, group="g1")
     await commit(tcp, broker, 0, queue_id=1, group="g2")
+    await commit(tcp, broker, 0, group="gone")  # committed offsets alone make no subscription group
+    for group in ("g1", "g2"):  # a heartbeat does, as a pull does
+        await tcp.call(broker.address, RequestCode.HEART_BEAT, body=heartbeat(f"10.0.0.9@{group}", consumer=group))
     reply = await tcp.call(broker.address, admin.GET_BROKER_CONSUME_STATS, {"isOrder": "false"})
     assert reply.code == ResponseCode.SUCCESS
     text = reply.body.decode()
-    assert text.startswith(f'{{"brokerAddr":"{broker.address}","consumeStatsList":[{{"g1":[{{"consumeTps":0.0,')
+    assert text.startswith(f'{{"brokerAddr":"{broker.address}","consumeStatsList":[{{"')
+    # 4.9.8 walks the subscription group table (a ConcurrentHashMap(1024)): the built-in groups too
+    groups = re.findall(r'\{"([^"]+)":\[', text)
+    assert groups == hash_order(groups, initial_capacity=2048) and "gone" not in groups
+    assert {"g1", "g2", "TOOLS_CONSUMER", "CID_ONSAPI_OWNER"} <= set(groups)
+    assert '{"TOOLS_CONSUMER":[]}' in text
+    assert '{"g1":[{"consumeTps":0.0,' in text
     # g1: queue 0 lags 2-1, queue 1 lags 1-0; g2: queue 0 lags 2, queue 1 lags 1 - 0 (write queues: 4 each)
     assert text.endswith('],"totalDiff":5}')
     assert '{"g2":[{"consumeTps":0.0,"offsetTable":{' in text

@@ -318,3 +318,15 @@ async def test_broker_status_has_4_9_8_s_latency_keys_and_its_disk_ratio(tcp, tm
     # UtilAll.getDiskPartitionSpaceUsedPercent: used / (used + usable), rounded up to a percent
     expected = math.ceil(usage.used * 100 / (usage.used + usage.free)) / 100
     assert abs(float(table["commitLogDiskRatio"]) - expected) <= 0.01
+
+
+async def test_export_metadata_and_metrics_get_the_system_topic_list_to_leave_out(tcp):
+    """DefaultMQAdminExtImpl.getUserTopicConfig: 21, then GET_SYSTEM_TOPIC_LIST_FROM_BROKER (305),
+    whose topics it removes from the table."""
+    ns, broker = await cluster(tcp)
+    reply = await tcp.call(broker.address, admin.GET_SYSTEM_TOPIC_LIST_FROM_BROKER)
+    assert reply.code == ResponseCode.SUCCESS
+    topics = json.loads(reply.body)["topicList"]
+    assert set(topics) == {"TBW102", "SCHEDULE_TOPIC_XXXX", "BenchmarkTest", "RMQ_SYS_TRANS_HALF_TOPIC",
+                           "RMQ_SYS_TRACE_TOPIC", "RMQ_SYS_TRANS_OP_HALF_TOPIC", "TRANS_CHECK_MAX_TIME_TOPIC",
+                           "SELF_TEST_TOPIC", "OFFSET_MOVED_EVENT", "DefaultCluster", "broker-a"}
