@@ -435,6 +435,8 @@ def parse_properties(text: str) -> dict[str, str]:
 
 TOPIC_PUT_NUMS = "TOPIC_PUT_NUMS"
 GROUP_GET_NUMS = "GROUP_GET_NUMS"
+BROKER_PUT_NUMS = "BROKER_PUT_NUMS"  # keyed by the cluster name, as BrokerStatsManager keeps them
+BROKER_GET_NUMS = "BROKER_GET_NUMS"
 STATS_WINDOWS = (("statsMinute", 60), ("statsHour", 3600), ("statsDay", 86400))  # seconds
 
 

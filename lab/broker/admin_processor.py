@@ -13,7 +13,7 @@ dispatches these codes here).
 | 207 | deleteSubGroup             | removes a group from the table |
 | 215 | deleteTopic                | removes the topic; the next registration carries the table without it |
 | 307 | consumerStatus             | forwards the request to the consumer's connection, and its answer back |
-| 315 | statsAll                   | TOPIC_PUT_NUMS from the store, GROUP_GET_NUMS from the pulls |
+| 315 | statsAll, the Dashboard    | TOPIC_PUT_NUMS from the store; GROUP_GET_NUMS, BROKER_PUT_NUMS, BROKER_GET_NUMS from BrokerStats |
 | 328 | producer                   | every producer group's connections |
 """
 
@@ -136,6 +136,11 @@ class AdminProcessor:
         if unknown:
             return req.response(ResponseCode.SYSTEM_ERROR, f"no such broker config key: {', '.join(unknown)}")
         values = {k: broker_config_keys.parse_value(k, v) for k, v in props.items()}  # ValueError: SYSTEM_ERROR
+        for key, value in values.items():  # what the lab acts on: a value it can act on
+            if key == "brokerPermission" and not 0 <= value <= 15:
+                raise ValueError(f"brokerPermission={value} is not a PermName combination (0-15)")
+            if key in LIVE_KEYS and not isinstance(value, bool) and not 0 <= value < 2**31:
+                raise ValueError(f"{key}={value} must be between 0 and {2**31 - 1}")
         self.apply_config(values)
         broker = self.broker
         if "brokerPermission" in values:
@@ -271,13 +276,21 @@ class AdminProcessor:
                 counts = admin.topic_put_counts(broker.store, config, broker.node.now_ms(), broker.boot_ms)
         elif name == admin.GROUP_GET_NUMS and "@" in key:
             topic, _, group = key.partition("@")
-            rate = broker.stats.group_gets.get((topic, group))
-            if rate is not None:  # BrokerStats keeps a minute of it; its total counts since boot
-                minute = round(broker.stats.group_get_tps(now, group, topic) * max(1.0, min(60.0, uptime)))
-                counts = {"statsMinute": minute, "statsHour": rate.total, "statsDay": rate.total}
+            counts = self._counts(broker.stats.group_gets.get((topic, group)), now, uptime)
+        elif name in (admin.BROKER_PUT_NUMS, admin.BROKER_GET_NUMS) and key == broker.cluster_name:
+            counts = self._counts(broker.stats.puts if name == admin.BROKER_PUT_NUMS else broker.stats.gets, now, uptime)
         if counts is None:
             return req.response(ResponseCode.SYSTEM_ERROR, f"The stats <{name}> <{key}> not exist")
         return self._body(req, admin.broker_stats_data(counts, uptime))
+
+    @staticmethod
+    def _counts(rate, now: float, uptime: float) -> dict[str, int] | None:
+        """A BrokerStats rate as the three windows: it keeps the last minute or more by the second,
+        and its total since boot stands for the hour and the day. None if nothing was counted."""
+        if rate is None or not rate.total:
+            return None
+        minute = round(rate.tps(now, 60, uptime) * max(1.0, min(60.0, uptime)))
+        return {"statsMinute": minute, "statsHour": rate.total, "statsDay": rate.total}
 
     # --- GET_ALL_PRODUCER_INFO (328) ----------------------------------------------------------------
 

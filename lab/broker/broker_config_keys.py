@@ -233,7 +233,10 @@ def parse_value(key: str, text: str) -> object:
         return text.strip().lower() == "true"  # Boolean.parseBoolean: anything else is false
     if isinstance(default, int) or callable(default):
         try:
-            return int(text.strip())
+            value = int(text.strip())
         except ValueError:
-            raise ValueError(f"{key}={text!r} is not an integer") from None
+            raise ValueError(f"{key}={text[:40]!r} is not an integer") from None
+        if not -2**63 <= value < 2**63:  # a Java long at most
+            raise ValueError(f"{key}={value} is out of range")
+        return value
     return text

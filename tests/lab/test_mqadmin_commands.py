@@ -200,7 +200,10 @@ async def test_update_broker_config_refuses_black_listed_unknown_and_badly_typed
     assert unknown.code == ResponseCode.SYSTEM_ERROR and "brokerPermision" in unknown.remark
     bad = await tcp.call(broker.address, admin.UPDATE_BROKER_CONFIG, body=b"fileReservedTime=two days\n")
     assert bad.code == ResponseCode.SYSTEM_ERROR and "fileReservedTime" in bad.remark
-    assert properties((await tcp.call(broker.address, admin.GET_BROKER_CONFIG)).body)["fileReservedTime"] == "72"
+    perm = await tcp.call(broker.address, admin.UPDATE_BROKER_CONFIG, body=b"brokerPermission=64\n")
+    assert perm.code == ResponseCode.SYSTEM_ERROR and "brokerPermission=64" in perm.remark
+    props = properties((await tcp.call(broker.address, admin.GET_BROKER_CONFIG)).body)
+    assert (props["fileReservedTime"], props["brokerPermission"]) == ("72", "6")
 
 
 async def test_auto_create_subscription_group_false_makes_an_unknown_group_s_pull_fail(tcp):
@@ -290,6 +293,10 @@ async def test_stats_all_gets_each_topic_s_puts_and_each_group_s_gets(tcp):
     gets = json.loads((await tcp.call(broker.address, admin.VIEW_BROKER_STATS_DATA,
                                       {"statsName": "GROUP_GET_NUMS", "statsKey": f"{TOPIC}@cg"})).body)
     assert gets["statsMinute"]["sum"] == 2 and gets["statsMinute"]["tps"] > 0
+    # the Dashboard's broker figures, keyed by the cluster name
+    puts = json.loads((await tcp.call(broker.address, admin.VIEW_BROKER_STATS_DATA,
+                                      {"statsName": "BROKER_PUT_NUMS", "statsKey": "DefaultCluster"})).body)
+    assert puts["statsMinute"]["sum"] == 5 and puts["statsDay"]["sum"] == 5
 
 
 # --- producer: 328 -------------------------------------------------------------------------------------
