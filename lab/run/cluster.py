@@ -34,6 +34,7 @@ from lab.events import EventLog
 from .fake_data import Bodies
 from lab.broker.store import MessageStore
 from .nstables import merge_tables, row_changes, snapshot
+from .timeline import timeline
 from lab.remoting.channels import Node
 from .supervisor import NodeHandle, Supervisor, describe
 from .topology import Topology, plan
@@ -121,10 +122,10 @@ class Cluster:
         tables = self._tables.get(name)
         if tables is None:  # its first record since a (re)start: the five tables whole
             record = snapshot(routes)
-            self._tables[name] = merge_tables({}, record)
+            self._tables[name] = merge_tables({}, record, name_sets=True)
         else:
             record = row_changes(tables, routes, touched)
-            merge_tables(tables, record)
+            merge_tables(tables, record, name_sets=True)
         if record:
             self.events.emit(name, "ns.tables", **record)
 
@@ -191,7 +192,6 @@ class Cluster:
         for other, handle in self.supervisor.nodes.items():  # brokers dial NameServers and masters
             if other != name and handle.address:
                 peers[handle.address] = await self.network.relay_port(name, other)
-        from .child import timeline  # here: lab.run.child imports this module
 
         spec = {"role": role, "name": name, "port": self.port(name, 0), "config": self.config.to_dict(),
                 "seed": self.seed, "run_dir": str(self._ensure_run_dir()), "peers": peers,

@@ -120,15 +120,18 @@ def row_changes(tables: dict, routes: RouteInfoManager, touched: list | None) ->
     return {**({"set": order(sets)} if sets else {}), **({"del": order(dels)} if dels else {})}
 
 
-def merge_tables(tables: dict, record: dict) -> dict:
+def merge_tables(tables: dict, record: dict, *, name_sets: bool = False) -> dict:
     """A NameServer's tables after an `ns.tables` record, changed in place and returned: tables a
     record carries whole replace the ones held (schemas 1-3, and a first record after a start);
     then its `del` and `set` rows apply. Nothing of the record is changed, nor shared where a later
-    record would change it. A field of the wrong shape (a damaged log) is skipped."""
+    record would change it. A field of the wrong shape (a damaged log) is skipped. name_sets: each
+    cluster's names kept as a dict (an ordered set), so that the writer's look at a row costs the
+    same whatever the cluster's size; readers get lists, as the records carry them."""
     for name in TABLES:
         whole = record.get(name)
         if isinstance(whole, dict):
-            tables[name] = {k: _own(v) for k, v in whole.items()}
+            own = dict.fromkeys if name_sets and name == "clusterAddrTable" else _own
+            tables[name] = {k: own(v) for k, v in whole.items()}
         else:
             tables.setdefault(name, {})
     for name, gone in _dict(record.get("del")).items():
@@ -159,12 +162,12 @@ def merge_tables(tables: dict, record: dict) -> dict:
             for outer, inner in rows.items():
                 if isinstance(inner, kind):
                     held = table.get(outer)
-                    if isinstance(held, dict) and kind is dict:
-                        held.update(inner)
+                    if isinstance(held, dict):  # a topic's queues, or a cluster's names (name_sets)
+                        held.update(inner if kind is dict else dict.fromkeys(inner))
                     elif isinstance(held, list) and kind is list:
                         held.extend(inner)
                     else:
-                        table[outer] = kind(inner)
+                        table[outer] = dict.fromkeys(inner) if name_sets and kind is list else kind(inner)
         else:
             table.update(rows)
     return tables
