@@ -45,7 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--headless", action="store_true", help="no UI: run until --duration ends or Ctrl-C")
     up.add_argument("--scenario", metavar="NAME", help="play a scenario's timeline in the UI, its expectations "
                                                        "shown as they are decided")
-    up.add_argument("--duration", type=nameserver_cli.duration, metavar="D",
+    up.add_argument("--duration", type=_run_duration, metavar="D",
                     help="with --headless: stop after D (e.g. 10m)")
     up.add_argument("--config", type=Path, metavar="FILE", help="cluster configuration (TOML)")
     up.add_argument("--sim", action="store_true",
@@ -68,7 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     rp = sub.add_parser("replay", help="open a recorded event log in the UI", description=(
         "Open an event log (nslab up/run --events FILE) in the lab's views: play, pause, step, jump."))
     rp.add_argument("events", type=Path, metavar="EVENTS")
-    rp.add_argument("--speed", type=float, default=launch.TUI_SPEED, help="playback speed (default %(default)g)")
+    rp.add_argument("--speed", type=_speed, default=launch.TUI_SPEED, help="playback speed (default %(default)g)")
     rp.add_argument("--export-scenario", type=Path, metavar="FILE",
                     help="write the run's chaos actions, at their virtual times, with its seed and configuration, "
                          "as a scenario FILE (a simulated run: `nslab run FILE` repeats it), instead of opening the UI")
@@ -122,7 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--config", type=Path, metavar="FILE", help="cluster configuration (TOML)")
     sv.add_argument("--sim", action="store_true", help="simulated network and virtual time")
     sv.add_argument("--processes", action="store_true", help="each NameServer and broker as its own process")
-    sv.add_argument("--duration", type=nameserver_cli.duration, metavar="D", help="stop the lab after D")
+    sv.add_argument("--duration", type=_run_duration, metavar="D", help="stop the lab after D")
     _run_options(sv)
     sv.set_defaults(run=run_serve)
     add_pipeline_commands(sub)
@@ -149,9 +149,32 @@ class _VerbWords(argparse.Action):
         setattr(namespace, self.dest, words)
 
 
+MIN_SPEED, MAX_SPEED = 0.01, 1000.0  # 0 would stop the clock for good; past 1000 timers outrun the loop
+
+
+def _run_duration(text: str) -> float:
+    """--duration: at most a week, as a scenario's (trio's deadlines misbehave near 1e17 s)."""
+    from chaos.scenario import MAX_DURATION
+
+    seconds = nameserver_cli.duration(text)
+    if not 0 < seconds <= MAX_DURATION:
+        raise argparse.ArgumentTypeError(f"{text!r} is out of range: more than 0, at most {MAX_DURATION:g}s (a week)")
+    return seconds
+
+
+def _speed(text: str) -> float:
+    try:
+        speed = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not MIN_SPEED <= speed <= MAX_SPEED:
+        raise argparse.ArgumentTypeError(f"{text!r} is out of range {MIN_SPEED:g}..{MAX_SPEED:g}")
+    return speed
+
+
 def _run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, help="seed for every random choice (printed; replays the run)")
-    parser.add_argument("--speed", type=float, help="time runs this many times faster than real time")
+    parser.add_argument("--speed", type=_speed, help="time runs this many times faster than real time")
     parser.add_argument("--events", type=Path, metavar="FILE", help="write the event log to FILE")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="override a config key, e.g. client.pollNameServerInterval=10s (repeatable)")

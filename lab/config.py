@@ -332,6 +332,8 @@ def apply_table(config: LabConfig, table: dict, *, path: str, text: str, skip: t
             continue
         if section_name not in SECTIONS or not isinstance(section, dict):
             line = _line_of(text, section_name, None) or _line_of(text, None, section_name)
+            if section_name in SECTIONS:  # `cluster = 5`
+                raise ConfigError(f"{path}:{line}: {section_name} must be a table: [{section_name}] and its keys")
             raise ConfigError(f"{path}:{line}: unknown section [{section_name}] (sections: {', '.join(SECTIONS)})")
         for key, value in section.items():
             config.set(f"{section_name}.{key}", value,

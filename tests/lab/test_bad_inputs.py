@@ -134,6 +134,18 @@ def test_a_config_file_that_is_not_utf8_is_one_line(tmp_path):
             f"nslab up: {path}:2: not UTF-8 text: byte 0xe9 at column 19 (save the file as UTF-8)")
 
 
+@pytest.mark.parametrize("option, why", [
+    # an eleven-thousand-year run was taken, and made trio's deadlines deaf to a first Ctrl-C
+    (["--duration", "99999999999999h"], "argument --duration: '99999999999999h' is out of range: more than 0, "
+                                        "at most 604800s (a week)"),
+    (["--speed", "0"], "argument --speed: '0' is out of range 0.01..1000"),  # the clock stood still for good
+    (["--speed", "nan"], "argument --speed: 'nan' is out of range 0.01..1000"),  # a traceback
+])
+def test_a_run_option_out_of_range_is_refused(option, why):
+    result = nslab("up", "--headless", "--sim", *option)
+    assert result.returncode == 2 and result.stderr.splitlines()[-1] == f"nslab up: error: {why}", result.stderr
+
+
 # --- signals ----------------------------------------------------------------------------------------
 
 # Large but valid: its start-up (every client fetching 20,000 routes) takes tens of seconds.

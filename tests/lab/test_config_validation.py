@@ -115,3 +115,11 @@ def test_topics_times_queues_are_bounded_together():
     result = _nslab("up", "--headless", "--sim", "--set", "cluster.topics=50000", "--set", "cluster.queuesPerTopic=16")
     _refused(result, "nslab up: --set cluster.queuesPerTopic=16: cluster.queuesPerTopic × topics × broker groups "
                     "must be at most 400,000 queues in all (here 1,600,000) (it is 16)")
+
+
+def test_a_known_section_that_is_not_a_table_is_named_as_such(tmp_path):
+    path = tmp_path / "lab.toml"
+    path.write_text("cluster = 5\n")  # it said "unknown section [cluster]"
+    with pytest.raises(ConfigError) as error:
+        load_config(path)
+    assert str(error.value) == f"{path}:1: cluster must be a table: [cluster] and its keys"
