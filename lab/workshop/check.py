@@ -23,6 +23,7 @@ from lab.run.runner import RunOptions
 
 from . import DEFAULT_DIR
 from .course import Exercise
+from . import remote
 from .override import LearnerErrors, WorkshopError, describe, load_function, swapped
 
 
@@ -40,8 +41,22 @@ class Outcome:
     raised: bool = False  # the learner's code raised at least once
 
 
-def learner_function(exercise: Exercise, path: Path) -> Callable:
-    return load_function(path, exercise.function)
+@contextmanager
+def learner_member(exercise: Exercise, path: Path, say: Callable[[str], None] = print):
+    """The learner's function or class, running in a process of its own (remote.py); what it
+    printed is shown afterwards as theirs, never as the checker's."""
+    member, child = remote.load(path, exercise.function, exercise.target)
+    try:
+        if exercise.in_process:
+            child.close()
+            child = None
+            member = load_function(path, exercise.function)
+        yield member
+    finally:
+        if child is not None:
+            for line in child.printed():
+                say(f"  your code printed: {line}")
+            child.close()
 
 
 def replacement(exercise: Exercise, member: Callable, errors: LearnerErrors | None = None) -> Callable:
@@ -96,8 +111,13 @@ class _Reporter:
 
 
 def check_build(exercise: Exercise, path: Path, say: Callable[[str], None], *, scenarios_too: bool = True) -> Outcome:
+    with learner_member(exercise, path, say) as member:
+        return _check_build(exercise, path, member, say, scenarios_too)
+
+
+def _check_build(exercise: Exercise, path: Path, member, say: Callable[[str], None], scenarios_too: bool) -> Outcome:
     errors = LearnerErrors(path)
-    member = errors.wrap(learner_function(exercise, path))
+    member = errors.wrap(member)
     reporter = _Reporter(errors, say)
     kind = "class" if exercise.stateful else "function"
     say(f"checking {exercise.function} ({kind}) from {path}")
@@ -185,7 +205,13 @@ def overridden(exercise: Exercise, path: Path | None):
     """The learner's (or the solution's) code swapped in, for watching it in the TUI."""
     if path is None or exercise.kind == "watch":
         return nullcontext()
-    return swapped(exercise.target, replacement(exercise, learner_function(exercise, path)))
+    return _overridden(exercise, path)
+
+
+@contextmanager
+def _overridden(exercise: Exercise, path: Path):
+    with learner_member(exercise, path) as member, swapped(exercise.target, replacement(exercise, member)):
+        yield
 
 
 __all__ = ["DEFAULT_DIR", "Outcome", "WorkshopError", "check", "overridden", "work_file"]

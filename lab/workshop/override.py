@@ -59,6 +59,17 @@ class LearnerErrors:
             for inner in error.exceptions:
                 self.record(inner)
             return
+        if getattr(error, "learner_traceback", None):  # raised in the learner's own process (remote.py)
+            kind, file, line, text = error.learner_traceback
+            key = (kind, file, line)
+            self.count[key] = self.count.get(key, 0) + 1
+            self.seen.setdefault(key, text)
+            return
+        if type(error).__name__ == "LearnerProcessError":  # their process ended or hung: said once
+            key = ("process", str(error), 0)
+            self.count[key] = self.count.get(key, 0) + 1
+            self.seen.setdefault(key, str(error))
+            return
         frames = [f for f in traceback.extract_tb(error.__traceback__)
                   if str(Path(f.filename).resolve()) == self.path]
         if not frames:  # raised by the lab while called from the learner's code: still theirs
@@ -106,7 +117,8 @@ class LearnerErrors:
         out = []
         for key, text in self.seen.items():
             times = self.count[key]
-            what = "your code broke its contract" if key[0] == "note" else "where your code raised"
+            what = {"note": "your code broke its contract", "process": "your code's process"}.get(
+                key[0], "where your code raised")
             out.append(f"{what}{f' ({times} times)' if times > 1 else ''}:\n"
                        + "\n".join("    " + line for line in text.splitlines()))
         return out

@@ -61,8 +61,11 @@ def adapt(learner_cls: type, errors=None) -> type:
             """The lab's reads see the learner's tables (taken again after each change: a learner
             may rebind a table). A set of broker names is read in sorted order, so a run does not
             depend on Python's string hashing."""
+            # The learner's object lives in its own process: the five tables in one round trip.
+            tables = self.learner.remote_attrs(TABLES) if hasattr(type(self.learner), "remote_attrs") else \
+                {name: getattr(self.learner, name, None) for name in TABLES}
             for name in TABLES:
-                table = getattr(self.learner, name, None)
+                table = tables[name]
                 if not isinstance(table, dict):
                     raise ContractError(f"self.{name} is {table!r}: a dict")
                 setattr(self, name, table)

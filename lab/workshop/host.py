@@ -1,0 +1,235 @@
+"""The learner's code in its own process: `python -m lab.workshop.host IN_FD OUT_FD FILE NAME TARGET`.
+
+As a Maelstrom node: the checker (lab/workshop/remote.py) sends requests over a pipe and reads the
+answers, so nothing the learner's file does on import (printing a verdict, os._exit, patching the
+checker) reaches the checker's process. The lab's own implementation of the exercise's target is
+refused here, by every module name that holds it, with a message saying why.
+
+Frames are 4-byte big-endian lengths + pickle. Requests (from the checker, trusted):
+  ("load",) | ("new", args, kwargs) | ("call", obj, method, args, kwargs, copy_back) |
+  ("next", gen) | ("attrs", obj, names) | ("setattr", obj, name, value) | ("reply", value)
+Answers: ("ok", value, copied_back) | ("gen", id) | ("done",) | ("raised", type, message, frames,
+file, line) | ("callback", id, args) | ("loaded", kind, methods).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import inspect
+import io
+import os
+import pickle
+import struct
+import sys
+import traceback
+from pathlib import Path
+
+
+def read_frame(fd: int) -> bytes | None:
+    head = _read_exactly(fd, 4)
+    return None if head is None else _read_exactly(fd, struct.unpack(">I", head)[0])
+
+
+def _read_exactly(fd: int, n: int) -> bytes | None:
+    chunks, left = [], n
+    while left:
+        chunk = os.read(fd, min(left, 1 << 20))
+        if not chunk:
+            return None
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+def write_frame(fd: int, payload: bytes) -> None:
+    data = struct.pack(">I", len(payload)) + payload
+    while data:
+        data = data[os.write(fd, data):]
+
+
+class _Refused(importlib.abc.MetaPathFinder):
+    """A fresh import of a module that held the lab's answer (after deleting it from sys.modules)."""
+
+    def __init__(self, modules: set[str], why: str):
+        self.modules, self.why = modules, why
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname in self.modules:
+            raise ImportError(self.why)
+        return None
+
+
+def refuse(target: str) -> None:
+    """Take the lab's own `module:name` out of every loaded module that holds it; asking for it (from
+    X import NAME, X.NAME) raises ImportError naming why."""
+    module_name, attr = target.split(":")
+    import lab.workshop.interfaces  # noqa: F401  the types the learner may use, loaded before the refusal
+    answer = getattr(importlib.import_module(module_name), attr)
+    why = (f"{attr} is what this exercise has you write: the lab's own is not available to your code "
+           f"(write it yourself; the types you need are in lab.workshop.interfaces)")
+    holders = set()
+    for name, module in list(sys.modules.items()):
+        if module is not None and getattr(module, "__dict__", {}).get(attr) is answer:
+            del module.__dict__[attr]
+            previous = module.__dict__.get("__getattr__")
+            module.__getattr__ = _refuser(attr, why, previous, name)
+            holders.add(name)
+    sys.meta_path.insert(0, _Refused(holders, why))
+
+
+def _refuser(attr, why, previous, module_name):
+    def __getattr__(name):
+        if name == attr:
+            raise ImportError(why)
+        if previous is not None:
+            return previous(name)
+        raise AttributeError(f"module {module_name!r} has no attribute {name!r}")
+    return __getattr__
+
+
+class Handle:
+    """One of the checker's objects that is not plain data (a channel, a callable): the same object
+    there is the same Handle here, so `is` and dict keys work; calling it calls the checker's."""
+
+    def __init__(self, ref: int, host: "Host"):
+        self.ref, self._host = ref, host
+
+    def __call__(self, *args):
+        return self._host.callback(self.ref, args)
+
+    def __repr__(self) -> str:
+        return f"<lab object {self.ref}>"
+
+
+class _Answers(pickle.Pickler):
+    def __init__(self, file):
+        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
+
+    def persistent_id(self, obj):
+        return obj.ref if type(obj) is Handle else None
+
+
+class _Requests(pickle.Unpickler):
+    def __init__(self, file, host: "Host"):
+        super().__init__(file)
+        self.host = host
+
+    def persistent_load(self, pid):
+        return self.host.handle(pid)
+
+
+class Host:
+    def __init__(self, in_fd: int, out_fd: int, path: Path, name: str):
+        self.in_fd, self.out_fd, self.path, self.name = in_fd, out_fd, path, name
+        self.objects: dict[int, object] = {}
+        self.handles: dict[int, Handle] = {}
+        self.member = None
+
+    def send(self, *message) -> None:
+        buffer = io.BytesIO()
+        _Answers(buffer).dump(message)
+        write_frame(self.out_fd, buffer.getvalue())
+
+    def receive(self):
+        frame = read_frame(self.in_fd)
+        if frame is None:
+            os._exit(0)  # the checker is gone: nothing left to answer
+        return _Requests(io.BytesIO(frame), self).load()
+
+    def handle(self, ref: int) -> "Handle":
+        if ref not in self.handles:
+            self.handles[ref] = Handle(ref, self)
+        return self.handles[ref]
+
+    def callback(self, ref: int, args: tuple):
+        self.send("callback", ref, args)
+        return self.receive()[1]
+
+    @staticmethod
+    def unwrap(value):
+        # A string the checker passed twice arrives as two objects: interned, `is` holds as it did there.
+        return sys.intern(value) if type(value) is str else value
+
+    def keep(self, value) -> int:
+        self.objects[id(value)] = value
+        return id(value)
+
+    def raised(self, error: BaseException) -> None:
+        mine = str(self.path.resolve())
+        frames = [f for f in traceback.extract_tb(error.__traceback__) if str(Path(f.filename).resolve()) == mine]
+        frames = frames or traceback.extract_tb(error.__traceback__)[-1:]
+        last = frames[-1] if frames else None
+        text = "".join(traceback.format_list(frames)).rstrip()
+        self.send("raised", type(error).__name__, str(error), text, last.filename if last else "",
+                  last.lineno if last else 0)
+
+    def load(self) -> None:
+        sys.path.insert(0, str(self.path.parent))  # as `python FILE` would: its neighbours import
+        spec = importlib.util.spec_from_file_location(f"nslab_workshop_{self.path.stem.replace('-', '_')}", self.path)
+        module = importlib.util.module_from_spec(spec)
+        try:
+            spec.loader.exec_module(module)
+        except Exception as e:
+            return self.raised(e)
+        member = getattr(module, self.name, None)
+        if not callable(member):
+            return self.send("loaded", None, {})
+        self.member = member
+        if inspect.isclass(member):
+            methods = {}
+            for n in {n for klass in member.__mro__[:-1] for n in vars(klass)}:
+                value = inspect.getattr_static(member, n)
+                if inspect.isfunction(value) and not n.startswith("_"):
+                    methods[n] = ("gen" if inspect.isgeneratorfunction(value) else
+                                  "async" if inspect.iscoroutinefunction(value) else "sync")
+            return self.send("loaded", "class", methods)
+        return self.send("loaded", "async" if inspect.iscoroutinefunction(member) else "function", {})
+
+    def serve(self) -> None:
+        while True:
+            message = self.receive()
+            kind = message[0]
+            try:
+                if kind == "load":
+                    self.load()
+                    continue
+                if kind == "new":
+                    value = self.member(*map(self.unwrap, message[1]), **message[2])
+                    self.send("ok", self.keep(value), {})
+                elif kind == "call":
+                    _, obj, method, args, kwargs, copy_back = message
+                    args = [self.unwrap(a) for a in args]
+                    function = self.member if obj is None else getattr(self.objects[obj], method)
+                    value = function(*args, **kwargs)
+                    if inspect.isgenerator(value):
+                        self.send("gen", self.keep(value))
+                    else:
+                        back = {i: a for i, a in enumerate(args) if copy_back and isinstance(a, (dict, list))}
+                        self.send("ok", value, back)
+                elif kind == "next":
+                    try:
+                        value = next(self.objects[message[1]])
+                    except StopIteration:
+                        del self.objects[message[1]]
+                        self.send("done")
+                    else:
+                        self.send("ok", value, {})
+                elif kind == "attrs":
+                    obj = self.objects[message[1]]
+                    self.send("ok", {n: getattr(obj, n, None) for n in message[2]}, {})
+                elif kind == "setattr":
+                    setattr(self.objects[message[1]], message[2], message[3])
+                    self.send("ok", None, {})
+            except Exception as e:  # the learner's code raised: the checker shows their traceback
+                self.raised(e)
+
+
+def main(argv: list[str]) -> None:
+    in_fd, out_fd, path, name, target = int(argv[0]), int(argv[1]), Path(argv[2]), argv[3], argv[4]
+    refuse(target)
+    Host(in_fd, out_fd, path, name).serve()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,306 @@
+"""The checker's side of lab/workshop/host.py: the learner's function or class, called in a child.
+
+`load(path, name, target)` starts the child and returns a stand-in the checker and the lab call as
+they would the learner's own: a function, or a class whose instances live in the child (methods
+are calls over the pipe; a generator method yields what the child's generator yields; a callable
+argument is called back in this process). Values come back through an unpickler that builds only
+plain data and the lab's record types, so an answer cannot run code here. Each call is bounded in
+time and size; a child that exits, hangs or answers too much is the learner's error, said once.
+"""
+
+from __future__ import annotations
+
+import builtins
+import collections
+import dataclasses
+import enum
+import io
+import os
+import pickle
+import random
+import select
+import subprocess
+import sys
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+
+from .host import read_frame, write_frame
+from .override import WorkshopError
+
+CALL_TIMEOUT = 20.0  # seconds of wall time one call may take (10,000 topics included)
+MAX_ANSWER = 64 << 20  # bytes one answer may take
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class LearnerProcessError(RuntimeError):
+    """The learner's process ended, hung or answered what cannot be read: their error."""
+
+
+PLAIN = (type(None), bool, int, float, complex, str, bytes, bytearray, tuple, list, dict, set, frozenset,
+         random.Random)
+
+
+def _record_type(cls: type) -> bool:
+    return cls.__module__.split(".")[0] in ("nameserver", "lab") and (
+        dataclasses.is_dataclass(cls) or issubclass(cls, (enum.Enum, tuple)))
+
+
+class _Requests(pickle.Pickler):
+    """What the learner's process receives: data by value; anything else (a channel, a callable) as
+    a handle that stands for it there and comes back as itself."""
+
+    def __init__(self, file, child: "Child"):
+        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
+        self.child = child
+
+    def persistent_id(self, obj):
+        if isinstance(obj, (type, Mapping, *PLAIN)) or _record_type(type(obj)):  # a type goes by its name
+            return None
+        return self.child.handle(obj)
+
+    def reducer_override(self, obj):
+        if isinstance(obj, Mapping) and not isinstance(obj, dict):  # a lazily decoded topic table
+            return dict, (dict(obj),)
+        return NotImplemented
+
+
+class _Answers(pickle.Unpickler):
+    """Plain data and the lab's record types (dataclasses, enums, tuples) only."""
+
+    def __init__(self, file, child: "Child"):
+        super().__init__(file)
+        self.child = child
+
+    def persistent_load(self, pid):
+        return self.child.objects[pid]
+
+    SAFE_BUILTINS = {"set", "frozenset", "list", "dict", "tuple", "bytes", "bytearray", "complex", "slice",
+                     "range", "object"}
+
+    def find_class(self, module, name):
+        if module == "builtins" and name in self.SAFE_BUILTINS:
+            return getattr(builtins, name)
+        if (module, name) == ("random", "Random"):
+            return random.Random
+        if module == "collections" and name in ("OrderedDict", "deque", "defaultdict"):
+            return getattr(collections, name)
+        if module.split(".")[0] in ("nameserver", "lab") and module in sys.modules:
+            value = getattr(sys.modules[module], name, None)
+            if isinstance(value, type) and _record_type(value):
+                return value
+        raise pickle.UnpicklingError(
+            f"your code returned an object of {module}.{name}: return plain data (dict, list, tuple, str, int, "
+            f"float, None) or the record types in lab.workshop.interfaces")
+
+
+class Raised(Exception):
+    """Stands for an exception the learner's code raised in its process (`learner_traceback`)."""
+
+
+def _exception(kind: str, message: str, frames: str, file: str, line: int) -> Exception:
+    base = getattr(builtins, kind, None)
+    cls = base if isinstance(base, type) and issubclass(base, Exception) and base is not Exception else Raised
+    try:
+        error = cls(message) if cls is not Raised else Raised(f"{kind}: {message}" if message else kind)
+    except Exception:  # an exception type whose constructor wants more: the stand-in says which it was
+        error = Raised(f"{kind}: {message}")
+    error.learner_traceback = (kind, file, line, f"{frames}\n{kind}: {message}" if message else f"{frames}\n{kind}")
+    return error
+
+
+class Child:
+    def __init__(self, path: Path, name: str, target: str):
+        self.path = path
+        to_child, self._to_child = os.pipe()
+        self._from_child, from_child = os.pipe()
+        self.output = tempfile.TemporaryFile()  # what the learner's code prints, shown as theirs
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "lab.workshop.host", str(to_child), str(from_child), str(path), name, target],
+            pass_fds=(to_child, from_child), stdin=subprocess.DEVNULL, stdout=self.output, stderr=self.output,
+            env=env, cwd=str(ROOT))
+        os.close(to_child)
+        os.close(from_child)
+        self.objects: dict[int, object] = {}  # handle -> the object it stands for (kept alive)
+        self.handles: dict[int, int] = {}  # id(object) -> handle
+        self.dead: str | None = None
+
+    def handle(self, obj) -> int:
+        ref = self.handles.get(id(obj))
+        if ref is None:
+            ref = self.handles[id(obj)] = len(self.objects) + 1
+            self.objects[ref] = obj
+        return ref
+
+    def send(self, message) -> None:
+        buffer = io.BytesIO()
+        _Requests(buffer, self).dump(message)
+        write_frame(self._to_child, buffer.getvalue())
+
+    def printed(self, limit: int = 20) -> list[str]:
+        self.output.seek(0)
+        lines = self.output.read(1 << 16).decode(errors="replace").splitlines()
+        return lines[:limit] + ([f"... ({len(lines) - limit} more lines)"] if len(lines) > limit else [])
+
+    def close(self) -> None:
+        for fd in (self._to_child, self._from_child):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        try:
+            self.process.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self.output.close()
+
+    def _fail(self, why: str):
+        if self.dead is None:
+            self.process.kill()
+            self.dead = why
+        raise LearnerProcessError(self.dead)
+
+    def _read(self):
+        if self.dead:
+            raise LearnerProcessError(self.dead)
+        ready, _, _ = select.select([self._from_child], [], [], CALL_TIMEOUT)
+        if not ready:
+            self._fail(f"your code did not answer within {CALL_TIMEOUT:g} s (an endless loop?)")
+        head = os.read(self._from_child, 4)
+        if len(head) < 4:
+            code = self.process.wait()
+            self._fail(f"your code ended its process (exit code {code}) — the checker runs it in a process of "
+                       f"its own, so exiting ends only your code")
+        size = int.from_bytes(head, "big")
+        if size > MAX_ANSWER:
+            self._fail(f"your code answered {size} bytes: more than the {MAX_ANSWER >> 20} MiB one answer may take")
+        body = read_frame_body(self._from_child, size)
+        if body is None:
+            self._fail("your code's process ended in the middle of an answer")
+        try:
+            return _Answers(io.BytesIO(body), self).load()
+        except pickle.UnpicklingError as e:
+            raise TypeError(str(e)) from None
+
+    def ask(self, *message):
+        """One request; callbacks asked for meanwhile are answered here. Returns the answer tuple."""
+        if self.dead:
+            raise LearnerProcessError(self.dead)
+        try:
+            self.send(message)
+        except BrokenPipeError:
+            self._read()  # says how it ended
+        while True:
+            answer = self._read()
+            if answer[0] == "callback":  # the learner's code called one of the checker's callables
+                self.send(("reply", self.objects[answer[1]](*answer[2])))
+                continue
+            if answer[0] == "raised":
+                raise _exception(*answer[1:])
+            return answer
+
+
+
+def read_frame_body(fd: int, size: int) -> bytes | None:
+    chunks, left = [], size
+    while left:
+        chunk = os.read(fd, min(left, 1 << 20))
+        if not chunk:
+            return None
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+def _copy_back(args, back: dict) -> None:
+    """A function's dict or list arguments as the learner's code left them (a table it mutated)."""
+    for i, value in back.items():
+        if isinstance(args[i], dict):
+            args[i].clear()
+            args[i].update(value)
+        elif isinstance(args[i], list):
+            args[i][:] = value
+
+
+def _function(child: Child, name: str):
+    def function(*args, **kwargs):
+        answer = child.ask("call", None, name, list(args), kwargs, True)
+        _copy_back(args, answer[2])
+        return answer[1]
+    function.__name__ = function.__qualname__ = name
+    return function
+
+
+def _method(name: str, kind: str):
+    if kind == "gen":
+        def generator(self, *args, **kwargs):
+            answer = self._child.ask("call", self._ref, name, list(args), kwargs, False)
+            if answer[0] != "gen":
+                return answer[1]
+            while True:
+                step = self._child.ask("next", answer[1])
+                if step[0] == "done":
+                    return
+                yield step[1]
+        method = generator
+    else:
+        def method(self, *args, **kwargs):
+            answer = self._child.ask("call", self._ref, name, list(args), kwargs, False)
+            if answer[0] == "gen":  # a method returning a generator it built: iterate it there
+                return _iterate(self._child, answer[1])
+            return answer[1]
+    method.__name__ = method.__qualname__ = name
+    return method
+
+
+def _iterate(child: Child, ref: int):
+    while True:
+        step = child.ask("next", ref)
+        if step[0] == "done":
+            return
+        yield step[1]
+
+
+class RemoteObject:
+    """An instance living in the learner's process; attributes are read (a copy) and set there."""
+
+    def __init__(self, *args, **kwargs):
+        object.__setattr__(self, "_ref", self._child.ask("new", list(args), kwargs)[1])
+
+    def remote_attrs(self, names) -> dict:
+        """Several attributes in one round trip (the five tables after each change)."""
+        return self._child.ask("attrs", self._ref, list(names))[1]
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return self.remote_attrs([name])[name]
+
+    def __setattr__(self, name, value):
+        self._child.ask("setattr", self._ref, name, value)
+
+
+def load(path: Path, name: str, target: str):
+    """(stand-in, child): the learner's `name` from `path`, running in a process of its own."""
+    if not path.is_file():
+        raise WorkshopError(f"{path}: no such file")
+    child = Child(path, name, target)
+    try:
+        answer = child.ask("load")
+    except LearnerProcessError as e:
+        child.close()
+        raise WorkshopError(f"{path}: cannot load it: {e}") from None
+    except Exception as e:
+        kind, file, line, text = getattr(e, "learner_traceback", (type(e).__name__, "", 0, str(e)))
+        child.close()
+        raise WorkshopError(f"{path}: cannot load it: {text.splitlines()[-1]}\n{text}") from None
+    kind, methods = answer[1], answer[2]
+    if kind is None:
+        child.close()
+        raise WorkshopError(f"{path}: defines no {'class' if name[:1].isupper() else 'function'} {name}()")
+    if kind == "class":
+        namespace = {m: _method(m, k) for m, k in methods.items()}
+        return type(name, (RemoteObject,), {**namespace, "_child": child}), child
+    return _function(child, name), child
