@@ -1,9 +1,10 @@
 """A synchronous producer (DefaultMQProducerImpl.sendDefaultImpl, 4.9.8), sending at a set rate.
 
-A send picks a queue round robin; a failed attempt is retried on another broker while the
-sendMsgTimeout budget lasts (retryTimesWhenSendFailed more times, only for retryable failures, and
-never after a timeout, which spends the budget). The route comes from the producer's publish info,
-refreshed by the instance; only a producer that never had one asks the NameServer on the send path.
+A send picks a queue round robin on the topic's own counter (TopicPublishInfo.sendWhichQueue); a
+failed attempt is retried on another broker while the sendMsgTimeout budget lasts
+(retryTimesWhenSendFailed more times, only for retryable failures, and never after a timeout, which
+spends the budget). The route comes from the producer's publish info, refreshed by the instance;
+only a producer that never had one asks the NameServer on the send path.
 
 Events: `producer.send` per attempt, `producer.ack` per stored message, `producer.failed` per
 message given up.
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import random
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -30,8 +32,8 @@ from nameserver.routes import TopicRouteData
 from .api import SendResult
 from .errors import MQBrokerError, MQClientError, NoRouteInfoError, error_name
 from .instance import MQClientInstance
-from .route_cache import MessageQueue, TopicPublishInfo
-from .selection import MQFaultStrategy, ThreadLocalIndex, is_retryable, remaining_budget
+from .route_cache import POSITIVE_MASK, MessageQueue, TopicPublishInfo
+from .selection import MQFaultStrategy, is_retryable, remaining_budget
 
 
 @dataclass
@@ -70,7 +72,10 @@ class Producer:
         self._topic_set = frozenset(topics)
         self.payload = payload or (lambda i: node.rng.randbytes(self.config.messageSize))
         self.topic_publish_info_table: dict[str, TopicPublishInfo] = {}
-        self.send_which_queue = ThreadLocalIndex(node.rng)
+        # Where each TopicPublishInfo's queue counter draws its random start (Java: each its own
+        # Random): a stream of the producer's own, seeded from the node's RNG, so a route change,
+        # which makes a new counter, moves no other seeded choice (bodies, message ids).
+        self.publish_rng = random.Random(node.rng.randrange(POSITIVE_MASK + 1))
         self.mq_fault_strategy = MQFaultStrategy(
             send_latency_fault_enable=self.config.sendLatencyFaultEnable,
             latency_max=self.config.latencyMax, not_available_duration=self.config.notAvailableDuration,
@@ -111,14 +116,20 @@ class Producer:
         return topic in self._topic_set and (info is None or not info.ok())
 
     def on_route_changed(self, topic: str, route: TopicRouteData) -> None:
-        self.topic_publish_info_table[topic] = TopicPublishInfo(topic, route)
+        # A new publish info, with a new queue counter at a new random start, as 4.9.8's
+        # topicRouteData2TopicPublishInfo makes for every changed route.
+        self.topic_publish_info_table[topic] = TopicPublishInfo(topic, route, self.publish_rng)
 
     async def try_to_find_topic_publish_info(self, topic: str) -> TopicPublishInfo:
         """The publish info in hand; without a usable one, ask the NameServer (or the cache)."""
         info = self.topic_publish_info_table.get(topic)
         if info is None or not info.ok():
             route = await self.instance.update_topic_route_info_from_name_server(topic)
-            info = self.topic_publish_info_table[topic] = TopicPublishInfo(topic, route)
+            # The fetch handed this route to on_route_changed: use the info it made, as 4.9.8
+            # reads its table again. A route from the cache (the NameServer failed) made none.
+            info = self.topic_publish_info_table.get(topic)
+            if info is None or info.topic_route_data is not route:
+                info = self.topic_publish_info_table[topic] = TopicPublishInfo(topic, route, self.publish_rng)
         if not info.ok():
             raise NoRouteInfoError(topic, "no writable queue on a broker with a master")
         return info
@@ -203,7 +214,7 @@ class _Sending:
             return
         now = p.node.now
         self.mq = mq = p.mq_fault_strategy.select_one_message_queue(
-            self.info, p.send_which_queue, self.mq.broker_name if self.mq else None, now())
+            self.info, self.info.send_which_queue, self.mq.broker_name if self.mq else None, now())
         self.begin = now()
         left = remaining_budget(self.begin_first, self.begin, p.config.sendMsgTimeout)
         if left <= 0:

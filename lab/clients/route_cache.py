@@ -78,15 +78,39 @@ def subscribe_queues(topic: str, route: TopicRouteData) -> list[MessageQueue]:
     )
 
 
+POSITIVE_MASK = 0x7FFFFFFF
+
+
+class ThreadLocalIndex:
+    """A round robin's counter (client.common.ThreadLocalIndex): a random start, then one step
+    per pick. Java draws the start from the index's own Random; here from the RNG given, so a
+    simulated run repeats."""
+
+    def __init__(self, rng: random.Random):
+        self.index = rng.randrange(POSITIVE_MASK + 1)
+
+    def increment_and_get(self) -> int:
+        self.index = (self.index + 1) & POSITIVE_MASK
+        return self.index
+
+
 class TopicPublishInfo:
     """A producer's view of one topic. The queue list is its own copy: the latency fault strategy
-    may rewrite an entry, and the rewrite lasts until the route changes (as in 4.9.8)."""
+    may rewrite an entry, and the rewrite lasts until the route changes (as in 4.9.8).
 
-    def __init__(self, topic: str, route: TopicRouteData):
+    sendWhichQueue is the topic's own: one counter shared by every topic would step once per
+    send of any topic, so a producer sending to N topics in turn would put each topic's messages
+    on every N-th queue only. 4.9.8 makes a new TopicPublishInfo for every changed route, with a
+    new index and a new random start; so does the lab (the producer builds one per route)."""
+
+    def __init__(self, topic: str, route: TopicRouteData, rng: random.Random | None = None):
+        """rng: where the index's start comes from (the producer's, seeded from its node's RNG);
+        without one (pure tests) an RNG seeded from the topic, never an unseeded one."""
         self.topic = topic
         self.topic_route_data = route
         self.order_topic = bool(route.order_topic_conf)
         self.message_queue_list = publish_queues(topic, route)
+        self.send_which_queue = ThreadLocalIndex(rng if rng is not None else random.Random(topic))
 
     def ok(self) -> bool:
         return bool(self.message_queue_list)

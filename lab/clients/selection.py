@@ -13,9 +13,8 @@ from nameserver.client import RemotingError
 from nameserver.protocol import ResponseCode
 
 from .errors import MQBrokerError, MQClientError
-from .route_cache import MessageQueue, TopicPublishInfo
+from .route_cache import MessageQueue, ThreadLocalIndex, TopicPublishInfo
 
-POSITIVE_MASK = 0x7FFFFFFF
 ISOLATION_LATENCY = 30_000  # ms: a failed attempt counts as this slow, which bans for 600 s
 
 # Broker codes after which sendDefaultImpl tries again; any other code ends the send at once.
@@ -24,17 +23,6 @@ RETRY_RESPONSE_CODES = frozenset({
     ResponseCode.NO_PERMISSION, 204,  # NO_BUYER_ID
     205,  # NOT_IN_CURRENT_UNIT
 })
-
-
-class ThreadLocalIndex:
-    """The send index: a random start, then one step per pick."""
-
-    def __init__(self, rng: random.Random):
-        self.index = rng.randrange(POSITIVE_MASK + 1)
-
-    def increment_and_get(self) -> int:
-        self.index = (self.index + 1) & POSITIVE_MASK
-        return self.index
 
 
 def select_one_message_queue(queues: list[MessageQueue], index: ThreadLocalIndex,
@@ -140,6 +128,8 @@ class MQFaultStrategy:
 
     def select_one_message_queue(self, tp_info: TopicPublishInfo, index: ThreadLocalIndex,
                                  last_broker_name: str | None, now: float) -> MessageQueue:
+        """index: the topic's own counter, tp_info.send_which_queue, as 4.9.8 reads it there
+        (a parameter, so tests can step one of their own)."""
         queues = tp_info.message_queue_list
         if not self.send_latency_fault_enable:
             return select_one_message_queue(queues, index, last_broker_name)

@@ -522,6 +522,47 @@ class NameserverSwitch(_PhaseCheck):
         self.fail(f"no client moved to another NameServer{away} {self.during}", now)
 
 
+class QueuesBalanced(_PhaseCheck):
+    """Each producer spreads each topic's messages over every queue of each broker that stored
+    them: judged from the acks of the phase, per (producer, topic, broker) that acknowledged at
+    least `per_queue` messages a queue, on the topic's write queues of the topology. A broker that
+    took none of a topic's messages (down, write-less) is not judged; decided when the phase ends."""
+
+    def __init__(self, spec, view, *, queues, max_ratio, per_queue, start, end):
+        super().__init__(spec, view, start=start, end=end)
+        self.queues, self.max_ratio, self.per_queue = queues, max_ratio, per_queue  # topic -> count
+        self.acked: dict[tuple[str, str, str], Counter] = {}  # (producer, topic, broker) -> per queue
+
+    def observe(self, r: dict) -> None:
+        if r["kind"] == "producer.ack" and self.in_phase(r["t"]) and r["topic"] in self.queues:
+            self.acked.setdefault((r["node"], r["topic"], r["broker"]), Counter())[r["queue"]] += 1
+
+    def tick(self, now: float) -> None:
+        if now > self.end:  # decided as soon as its window closes: nothing later counts
+            self.finish(now)
+
+    def finish(self, now: float) -> None:
+        if self.decided:
+            return
+        judged, worst, spread = 0, 0.0, ""
+        for (producer, topic, broker), counts in sorted(self.acked.items()):
+            per_queue = [counts[q] for q in range(self.queues[topic])]
+            if sum(per_queue) < self.per_queue * len(per_queue):
+                continue  # too few to tell a spread from chance
+            judged += 1
+            ratio = max(per_queue) / min(per_queue) if min(per_queue) else float("inf")
+            if not spread or ratio > worst:
+                worst, spread = ratio, f"{producer}'s {topic} on {broker}: {'/'.join(map(str, per_queue))}"
+        if not judged:
+            self.unjudged(f"no producer had {self.per_queue:g} messages a queue of a topic acknowledged by "
+                          f"one broker {self.during}", now)
+        elif worst > self.max_ratio:
+            self.fail(f"messages per queue, {spread} (max/min {worst:.1f} > {self.max_ratio:g})", now)
+        else:
+            self.succeed(f"{judged} producer/topic/broker spreads, the least even {spread} "
+                         f"(max/min {worst:.2f} <= {self.max_ratio:g})", now)
+
+
 def build(scenario: Scenario, config: LabConfig, topology: Topology, view: ClusterView) -> list[Check]:
     """Every expectation of the scenario as a Check; a bad parameter is a ScenarioError."""
     return [_build_one(scenario, spec, config, topology, view) for spec in scenario.expectations]
@@ -650,6 +691,11 @@ def _build_one(scenario: Scenario, spec: ExpectSpec, config: LabConfig, topology
         away = node("away_from", "nameserver") if "away_from" in p else None
         start, end = window()
         check = NameserverSwitch(spec, view, away_from=away, start=start, end=end)
+    elif kind == "queues_balanced":
+        start, end = window()
+        check = QueuesBalanced(spec, view, queues={t: c.write_queue_nums for t, c in topology.topics.items()},
+                               max_ratio=number("max_ratio", 2, 1, 10**9),
+                               per_queue=number("per_queue", 4, 1, 10**9), start=start, end=end)
     else:
         raise error(f"unknown expectation type {kind!r} (types: {', '.join(TYPES)})", "type")
     if p:
@@ -659,4 +705,5 @@ def _build_one(scenario: Scenario, spec: ExpectSpec, config: LabConfig, topology
 
 
 TYPES = ("broker_removed", "no_stale_broker", "send_success_rate", "all_acked_consumed", "duplicates",
-         "nameservers_agree", "new_client", "sends_avoid", "consumed_from", "broker_kept", "nameserver_switch")
+         "nameservers_agree", "new_client", "sends_avoid", "consumed_from", "broker_kept", "nameserver_switch",
+         "queues_balanced")

@@ -214,9 +214,12 @@ async def test_a_black_holed_broker_burns_the_whole_send_budget_without_a_retry(
 
     failures = lab.events("producer.failed")
     assert failures and all(f["attempts"] == 1 and f["error"] == "sendDefaultImpl call timeout" for f in failures)
-    for failure in failures:
+    for i, failure in enumerate(failures):
         (attempt,) = lab.events("producer.send", msg_id=failure["msg_id"])
-        assert (attempt["broker"], attempt["result"]) == ("broker-a", "RemotingTimeoutException")
+        # The first times out on the open channel, which the timeout closes: a later one spends
+        # its budget reconnecting into the black hole.
+        later = ("RemotingTimeoutException", "RemotingConnectException") if i else ("RemotingTimeoutException",)
+        assert attempt["broker"] == "broker-a" and attempt["result"] in later
         assert attempt["latency"] == pytest.approx(3.0, abs=0.01)
     assert producer.stats.failed == len(failures) and producer.stats.ok == 5 - len(failures)
 
