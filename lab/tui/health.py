@@ -30,7 +30,7 @@ def rate(values: list[int], seconds: int = RATE_SECONDS) -> float:
 
 
 def rates_text(ok: float, failed: float) -> str:
-    """`ok 10/s · failed 10/s · 50 %`: the share of messages that failed."""
+    """`ok 10/s · failed 10/s (50 %)`: the share in brackets is of messages that failed, beside them."""
     total = ok + failed
-    share = f"{100 * failed / total:.0f} %" if total else "no sends"
-    return f"ok {ok:.0f}/s · failed {failed:.0f}/s · {share}"
+    return f"ok {ok:.0f}/s · failed {failed:.0f}/s ({100 * failed / total:.0f} %)" if total \
+        else f"ok {ok:.0f}/s · failed {failed:.0f}/s · no sends"

@@ -39,9 +39,24 @@ def has_live_master(model: LabModel, broker_name: str) -> bool:
                and not model.nodes[node].frozen for node, view in model.brokers.items())
 
 
+def routed_frozen_master(model: LabModel, broker_name: str) -> bool:
+    """The group's master is frozen and some live NameServer still lists its address: clients are
+    still sent to it."""
+    for node, view in model.brokers.items():
+        if view.broker_name == broker_name and view.broker_id == 0 and model.nodes[node].state == "up":
+            addr = model.nodes[node].address
+            return any(addr in model.nameservers[ns].tables["brokerAddrTable"].get(broker_name, {})
+                       .get("brokerAddrs", {}).values() for ns in model.live_nameservers())
+    return False
+
+
 def perm_cell(model: LabModel, broker: BrokerView) -> tuple[str, str]:
-    """A group with no live master takes no writes, whatever its configured permission says."""
+    """A group with no live master takes no writes, whatever its configured permission says. A
+    frozen master a NameServer still lists is not write-less to the clients yet: their sends go to
+    it and time out."""
     perm = perm_text(broker.perm if broker.perm is not None else model.configured_perm)
     if not has_live_master(model, broker.broker_name):
+        if routed_frozen_master(model, broker.broker_name):
+            return "master frozen (routed)", PERM_STYLE["-w"]
         return "-- write-less (no master)", PERM_STYLE["--"]
     return perm, PERM_STYLE.get(perm, "")

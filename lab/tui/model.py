@@ -37,12 +37,20 @@ class NodeView:
     frozen: bool = False
     cut_from: set[str] = field(default_factory=set)  # nodes a partition cuts it from; "*" isolated
     toxics: set[str] = field(default_factory=set)
+    uses: set[str] | None = None  # a client's NameServer and brokers; None: any node it is cut from counts
+
+    @property
+    def cut_off(self) -> bool:
+        """Cut from a node it talks to: a client on a partition's healthy side is not."""
+        if "*" in self.cut_from or self.uses is None:
+            return bool(self.cut_from)
+        return bool(self.cut_from & self.uses)
 
     @property
     def shown_state(self) -> str:
         if self.state == "up" and self.frozen:
             return "frozen"
-        if self.state == "up" and self.cut_from:
+        if self.state == "up" and self.cut_off:
             return "cut off"
         return self.state
 
@@ -396,6 +404,7 @@ class LabModel:
 
     def _consumer_rebalance(self, r: dict) -> None:
         self._client(r).queues[r["topic"]] = list(r["queues"])
+        self._note_uses(r["node"])
         for q in r["queues"]:  # consuming from the last offset: what was acked before is no lag
             key = _queue_key(r["topic"], q)
             self._consumed_next.setdefault(key, self._acked_next.get(key, 0))
@@ -421,6 +430,16 @@ class LabModel:
 
     def _client_ns_switch(self, r: dict) -> None:
         self._client(r).nameserver = self.node_at(r.get("to"))
+        self._note_uses(r["node"])
+
+    def _note_uses(self, name: str) -> None:
+        """The nodes a client talks to: its NameServer, and the brokers of the groups it consumes
+        from (a producer: every group, its route names them all)."""
+        client = self.clients[name]
+        groups = {q.rpartition(":")[0] for queues in client.queues.values() for q in queues} \
+            if client.role == "consumer" else None
+        self.nodes[name].uses = {client.nameserver} | {
+            node for node, b in self.brokers.items() if groups is None or b.broker_name in groups}
 
     # --- chaos and checks ----------------------------------------------------------------------------------
 
@@ -439,6 +458,8 @@ class LabModel:
                 for name in group:
                     if name in self.nodes:
                         self.nodes[name].cut_from |= others
+            for name in self.clients:
+                self._note_uses(name)
         elif verb == "heal":
             for view in self.nodes.values():
                 view.cut_from.clear()

@@ -44,10 +44,9 @@ def story_line(model: LabModel, r: dict) -> StoryLine | None:
     if kind == "chaos.fault":
         return StoryLine(t, "chaos", f"{_fault(r)}  (from {r.get('source', '?')})")
     if kind == "ns.remove":
-        broker = model.node_at(r.get("broker_addr"))
-        return StoryLine(t, "remove", f"{node} removed {broker} ({removal_reason(r)})")
+        return StoryLine(t, "remove", f"{node} removed {_broker(model, r)} ({removal_reason(r)})")
     if kind == "ns.register" and r.get("first"):
-        return StoryLine(t, "join", f"{node} registered {model.node_at(r.get('broker_addr'))} (first time)")
+        return StoryLine(t, "join", f"{node} registered {_broker(model, r)} {_since_removal(model, r)}")
     if kind == "client.route":
         client = model.clients.get(node)
         before = client.route_source if client is not None else "nameserver"
@@ -77,6 +76,25 @@ def story_line(model: LabModel, r: dict) -> StoryLine | None:
             return StoryLine(t, "drain", "the lab stops: every node, gracefully")
         return StoryLine(t, "drain", "the timeline ended: producers stop, consumers catch up")
     return None
+
+
+def _broker(model: LabModel, r: dict) -> str:
+    """A broker's node name: a broker registers before its node.start names its address, so the
+    name is rebuilt from the record as lab/run/topology.py builds it."""
+    addr = r.get("broker_addr")
+    name = model.node_at(addr)
+    if name == addr and r.get("broker_name") is not None:
+        return f"{r['broker_name']}-{r.get('broker_id', 0)}"
+    return str(name)
+
+
+def _since_removal(model: LabModel, r: dict) -> str:
+    """`(first time)`, or `(again, 12 s after its removal)` for a broker this NameServer dropped."""
+    view = model.nameservers.get(r["node"])
+    removal = view.removed.get(r.get("broker_addr")) if view is not None else None
+    if removal is None:
+        return "(first time)"
+    return f"(again, {r['t'] - removal[0]:.0f} s after its removal)"
 
 
 def _fault(r: dict) -> str:

@@ -24,7 +24,7 @@ def test_ok_and_failed_share_one_absolute_scale():
     healthy_ok, one_failure = [10] * 10, [0] * 9 + [1]
     top = shared_top(healthy_ok, one_failure)
     assert bars(one_failure, top) == " " * 9 + "▁", "one failure among ten a second is a small bar"
-    assert rates_text(rate([10] * 5), rate([10] * 5)) == "ok 10/s · failed 10/s · 50 %"
+    assert rates_text(rate([10] * 5), rate([10] * 5)) == "ok 10/s · failed 10/s (50 %)"
     assert rates_text(0, 0) == "ok 0/s · failed 0/s · no sends"
 
 
@@ -43,7 +43,7 @@ def test_the_clients_tab_says_what_it_counts_and_the_rates():
 
     async def body(pilot):
         await pilot.press("2")
-        await wait_until(pilot, lambda: "ok 0/s · failed 100/s · 100 %" in screen_text(app), "the rates show")
+        await wait_until(pilot, lambda: "ok 0/s · failed 100/s (100 %)" in screen_text(app), "the rates show")
         text = screen_text(app)
         assert "msgs ok/failed" in text and "retries" in text and "msgs/s" in text
 

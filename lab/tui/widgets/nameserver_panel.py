@@ -74,20 +74,24 @@ class NameServerPanel(ScrollView, can_focus=True):
                     self.refresh_line(index)  # a row of the table: ScrollView subtracts the scroll
         differ = len(model.diverged) if self._live else 0
         pid = f"pid {view.pid} " if view.pid and self._live else ""
-        title = f"{self.nameserver} {view.address or ''} {pid}{'' if self._live else view.state}"
+        # a frozen NameServer is up but answers nothing: its title says so, as a killed one's does
+        state = "frozen" if view.frozen and self._live else "" if self._live else view.state
+        title = f"{self.nameserver} {view.address or ''} {pid}{state}".rstrip()
         subtitle = f"{differ} rows differ" if differ else ""
         if (title, subtitle) != (self.border_title, self.border_subtitle):  # setting them redraws it all
             self.border_title, self.border_subtitle = title, subtitle
         self.set_class(not self._live, "-down")
 
     def _shown(self, index: int) -> tuple:
-        """What moves with time on a row: its heartbeat age, how long it has diverged."""
+        """What moves with time on a row: its heartbeat age, how long it has diverged or been gone."""
         table, key = self.rows[index]
         model = self.model
         age = model.heartbeat_age(self.nameserver, key) if table == "brokerLiveTable" and key else None
         since = model.diverged.get((table, key)) if self._live else None
+        gone = self._traces.get((table, key))
         return (None if age is None else round(age),
-                None if since is None else int(model.now - since))
+                None if since is None else int(model.now - since),
+                None if gone is None else round(model.now - gone))
 
     def _rows(self, model: LabModel) -> list[tuple[str, str | None]]:
         tables = model.nameservers[self.nameserver].tables
@@ -117,8 +121,11 @@ class NameServerPanel(ScrollView, can_focus=True):
         value = tables[table].get(key)
         if value is None:
             gone = self._traces.get((table, key))
-            pieces = [(f"  {key}  — gone {self.model.now - gone:.0f} s ago", GONE)] if gone is not None \
-                and (table, key) not in self.model.diverged else [(f"  {key}  — not here", ABSENT)]
+            # a broker's row names its node, as a live row does
+            name = self.model.node_at(key) if table == "brokerLiveTable" else key
+            shown = key if name == key else f"{key} {name}"
+            pieces = [(f"  {shown}  — gone {self.model.now - gone:.0f} s ago", GONE)] if gone is not None \
+                and (table, key) not in self.model.diverged else [(f"  {shown}  — not here", ABSENT)]
         else:
             pieces = getattr(self, f"_{table}")(key, value)
         since = self.model.diverged.get((table, key)) if self._live else None
