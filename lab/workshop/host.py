@@ -76,6 +76,20 @@ def refuse(target: str) -> None:
             module.__getattr__ = _refuser(attr, why, previous, name)
             holders.add(name)
     sys.meta_path.insert(0, _Refused(holders, why))
+    _neuter(answer, why)
+
+
+def _neuter(answer, why: str) -> None:
+    """The object itself, for code that digs it out anyway (gc, __subclasses__): using it raises."""
+    namespace: dict = {}
+    exec(f"def refused(*args, **kwargs):\n    raise ImportError({why!r})", namespace)
+    if isinstance(answer, type):
+        for name, value in list(vars(answer).items()):
+            if inspect.isfunction(value) or isinstance(value, (staticmethod, classmethod, property)):
+                setattr(answer, name, namespace["refused"])
+        answer.__init__ = namespace["refused"]
+    elif inspect.isfunction(answer) and not answer.__code__.co_freevars:
+        answer.__code__ = namespace["refused"].__code__
 
 
 def _refuser(attr, why, previous, module_name):
@@ -227,8 +241,13 @@ class Host:
 
 def main(argv: list[str]) -> None:
     in_fd, out_fd, path, name, target = int(argv[0]), int(argv[1]), Path(argv[2]), argv[3], argv[4]
-    refuse(target)
-    Host(in_fd, out_fd, path, name).serve()
+    host = Host(in_fd, out_fd, path, name)
+    try:
+        refuse(target)
+    except Exception:  # the lab's own import failed: the checker's fault, never the learner's
+        host.send("lab-error", traceback.format_exc())
+        return
+    host.serve()
 
 
 if __name__ == "__main__":

@@ -1,8 +1,8 @@
 """What a learner's code receives and returns: the lab's data types, and nothing that decides.
 
-Briefs and starters import from here, never from the module whose logic an exercise replaces
-(nameserver/routes.py holds RouteInfoManager itself; lab/clients/namesrv.py the selector). Each
-name below is a plain record type or a helper with no answer in it.
+Briefs and starters import from here. Each name below is a plain record type or a helper with no
+answer in it; the lab's own version of what an exercise has you write is not importable while your
+code is checked (it runs in a process of its own, where asking for it raises ImportError).
 
 Exercise 10 (RouteInfoManager) — the NameServer's five tables, by RocketMQ's names:
     topic_queue_table    topic -> {broker_name: QueueData}

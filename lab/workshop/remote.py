@@ -29,6 +29,7 @@ from .host import read_frame, write_frame
 from .override import WorkshopError
 
 CALL_TIMEOUT = 20.0  # seconds of wall time one call may take (10,000 topics included)
+LOAD_TIMEOUT = 60.0  # the lab's imports and the learner's module, on a loaded machine
 MAX_ANSWER = 64 << 20  # bytes one answer may take
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -162,12 +163,13 @@ class Child:
             self.dead = why
         raise LearnerProcessError(self.dead)
 
-    def _read(self):
+    def _read(self, timeout: float | None = None):
         if self.dead:
             raise LearnerProcessError(self.dead)
-        ready, _, _ = select.select([self._from_child], [], [], CALL_TIMEOUT)
+        timeout = CALL_TIMEOUT if timeout is None else timeout
+        ready, _, _ = select.select([self._from_child], [], [], timeout)
         if not ready:
-            self._fail(f"your code did not answer within {CALL_TIMEOUT:g} s (an endless loop?)")
+            self._fail(f"your code did not answer within {timeout:g} s (an endless loop?)")
         head = os.read(self._from_child, 4)
         if len(head) < 4:
             code = self.process.wait()
@@ -175,7 +177,7 @@ class Child:
                        f"its own, so exiting ends only your code")
         size = int.from_bytes(head, "big")
         if size > MAX_ANSWER:
-            self._fail(f"your code answered {size} bytes: more than the {MAX_ANSWER >> 20} MiB one answer may take")
+            self._fail(f"your code answered {size:,} bytes: more than the {MAX_ANSWER:,} bytes one answer may take")
         body = read_frame_body(self._from_child, size)
         if body is None:
             self._fail("your code's process ended in the middle of an answer")
@@ -193,10 +195,13 @@ class Child:
         except BrokenPipeError:
             self._read()  # says how it ended
         while True:
-            answer = self._read()
+            answer = self._read(LOAD_TIMEOUT if message[0] == "load" else None)
             if answer[0] == "callback":  # the learner's code called one of the checker's callables
                 self.send(("reply", self.objects[answer[1]](*answer[2])))
                 continue
+            if answer[0] == "lab-error":
+                raise RuntimeError(f"the checker could not start the process for your code (the lab's fault, "
+                                   f"not yours):\n{answer[1]}")
             if answer[0] == "raised":
                 raise _exception(*answer[1:])
             return answer
@@ -289,13 +294,14 @@ def load(path: Path, name: str, target: str):
     child = Child(path, name, target)
     try:
         answer = child.ask("load")
-    except LearnerProcessError as e:
+    except BaseException as e:
+        if not (hasattr(e, "learner_traceback") or isinstance(e, LearnerProcessError)):
+            child.close()
+            raise  # the checker's own failure: not the learner's to fix
+        text = e.learner_traceback[3] if hasattr(e, "learner_traceback") else str(e)
+        printed = "".join(f"\n  your code printed: {line}" for line in child.printed())
         child.close()
-        raise WorkshopError(f"{path}: cannot load it: {e}") from None
-    except Exception as e:
-        kind, file, line, text = getattr(e, "learner_traceback", (type(e).__name__, "", 0, str(e)))
-        child.close()
-        raise WorkshopError(f"{path}: cannot load it: {text.splitlines()[-1]}\n{text}") from None
+        raise WorkshopError(f"{path}: cannot load it: {text.splitlines()[-1]}\n{text}{printed}") from None
     kind, methods = answer[1], answer[2]
     if kind is None:
         child.close()

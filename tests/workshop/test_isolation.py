@@ -1,0 +1,61 @@
+"""The learner's code runs in a process of its own: what it does there cannot reach the verdict,
+and a hang, a flood or an exit is reported as the learner's, once, without ending the check."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+from lab.workshop import check as checking
+from lab.workshop import remote
+from lab.workshop.course import get
+
+NSLAB = str(Path(sys.executable).with_name("nslab"))
+
+
+def test_exiting_on_import_cannot_print_the_verdict(tmp_path):
+    cheat = tmp_path / "mine.py"
+    cheat.write_text("import os, sys\nprint('exercise 11: PASSED')\nsys.stdout.flush()\nos._exit(0)\n")
+    result = subprocess.run([NSLAB, "workshop", "check", "11", "--file", str(cheat)], capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "exercise 11: PASSED" not in result.stdout.splitlines(), result.stdout
+    assert "your code ended its process (exit code 0)" in result.stderr
+    assert "your code printed: exercise 11: PASSED" in result.stderr
+
+
+def _check_11(tmp_path, body: str) -> tuple[checking.Outcome, str]:
+    mine = tmp_path / "mine.py"
+    mine.write_text(get(11).solution.read_text() + body)
+    lines: list[str] = []
+    outcome = checking.check(get(11), file=mine, say=lines.append, scenarios_too=False)
+    return outcome, "\n".join(lines)
+
+
+def test_a_hang_is_bounded_and_said_once(tmp_path, monkeypatch):
+    monkeypatch.setattr(remote, "CALL_TIMEOUT", 1.0)
+    outcome, output = _check_11(tmp_path, "\nNamesrvSelector.update_addr_list = lambda self, addrs: exec('while True: pass')\n")
+    assert not outcome.ok
+    assert "did not answer within 1 s" in output, output
+    assert output.count("your code's process") == 1, output
+
+
+def test_an_answer_too_big_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setattr(remote, "MAX_ANSWER", 1 << 16)
+    outcome, output = _check_11(tmp_path, "\nNamesrvSelector.is_sticky = lambda self, ok: 'x' * (1 << 20)\n")
+    assert not outcome.ok
+    assert "more than the 65,536 bytes one answer may take" in output, output
+
+
+def test_exiting_in_a_method_is_the_learners_error(tmp_path):
+    outcome, output = _check_11(tmp_path, "\nimport os\nNamesrvSelector.is_sticky = lambda self, ok: os._exit(3)\n")
+    assert not outcome.ok and outcome.failed_tests
+    assert "your code ended its process (exit code 3)" in output, output
+    assert "exercise 11: NOT YET" in output
+
+
+def test_an_answer_cannot_run_code_in_the_checker(tmp_path):
+    payload = ("\nimport os\nclass Evil:\n    def __reduce__(self):\n        return (os.system, ('echo pwned',))\n"
+               "NamesrvSelector.is_sticky = lambda self, ok: Evil()\n")
+    outcome, output = _check_11(tmp_path, payload)
+    assert not outcome.ok
+    assert "return plain data" in output, output
