@@ -73,20 +73,26 @@ class _Expectation(Check):
 
 
 class BrokerRemoved(_Expectation):
-    """broker: a node name, or "all" for every broker."""
+    """broker: a node name, or "all" for every broker; reason: the one every removal must give."""
 
-    def __init__(self, spec, view, *, brokers, within, after=None, nameservers=None):
+    def __init__(self, spec, view, *, brokers, within, after=None, nameservers=None, reason=None):
         super().__init__(spec, view)
         self.brokers, self.within, self.after, self.only = brokers, within, after, nameservers
+        self.reason = reason
         self.label = brokers[0] if len(brokers) == 1 else "every broker"
         self.start: float | None = None
         self.pending: set[tuple[str, str]] = set()  # (nameserver, broker address)
+        self.holders: list[str] = []  # the NameServers that held it at the start
+        self.idle: list[str] = []  # those of the candidates that held none of it
+        self.died: set[str] = set()  # holders that went down instead of removing it
 
     def _begin(self, t: float) -> None:
         self.start = t
         candidates = self.only or self.view.live_nameservers()
         addrs = [self.view.address[b] for b in self.brokers if b in self.view.address]
         self.pending = {(ns, addr) for ns in candidates for addr in addrs if self.view.holds(ns, addr)}
+        self.holders = sorted({ns for ns, _ in self.pending})
+        self.idle = [ns for ns in candidates if ns not in self.holders]
         if not self.pending:
             self.unjudged(f"no NameServer{' of ' + ', '.join(self.only) if self.only else ''} held "
                           f"{self.label} at t={t:g}s", t)
@@ -101,17 +107,34 @@ class BrokerRemoved(_Expectation):
             return
         if not self.pending:
             return
-        if r["kind"] == "ns.remove":
+        if r["kind"] == "ns.remove" and (r["node"], r["broker_addr"]) in self.pending:
             self.pending.discard((r["node"], r["broker_addr"]))
-        elif r["kind"] == "node.stop":  # a NameServer that died holds nothing
+            if self.reason is not None and r.get("reason") != self.reason:
+                why = r.get("reason", "?") + (f": {r['detail']}" if r.get("detail") else "")
+                broker = self.view.node_at.get(r["broker_addr"], r["broker_addr"])
+                self.fail(f"{r['node']} removed {broker} at t={r['t']:g}s by {why}, not {self.reason}", r["t"])
+                return
+        elif r["kind"] == "node.stop" and any(ns == r["node"] for ns, _ in self.pending):
+            self.died.add(r["node"])  # a NameServer that died holds nothing
             self.pending = {(ns, addr) for ns, addr in self.pending if ns != r["node"]}
         if not self.pending:
             took = r["t"] - self.start
             if took <= self.within:
-                self.succeed(f"removed {self.label} from every NameServer within {took:.1f}s", r["t"])
+                self.succeed(f"{self._who()} {self.label}{self._why()} within {took:.1f}s", r["t"])
             else:
-                self.fail(f"{self.label} was removed from every NameServer only {took:.1f}s after "
+                self.fail(f"{self._who()} {self.label}{self._why()} only {took:.1f}s after "
                           f"t={self.start:g}s (within {self.within:g}s)", r["t"])
+
+    def _who(self) -> str:
+        """Which NameServers removed it, and what the others did: `ns-0 removed` is not `every`."""
+        removers = [ns for ns in self.holders if ns not in self.died]
+        words = f"{', '.join(removers) or 'no NameServer'} removed"
+        notes = [f"{', '.join(sorted(self.died))} went down holding it"] if self.died else []
+        notes += [f"{', '.join(self.idle)} never held it"] if self.idle else []
+        return words if not notes else f"{'; '.join(notes)}; {words}"
+
+    def _why(self) -> str:
+        return f" ({self.reason})" if self.reason is not None else ""
 
     def tick(self, now: float) -> None:
         if self.start is None and self.after is not None and now >= self.after:
@@ -204,9 +227,11 @@ class SendSuccessRate(_PhaseCheck):
         if total == 0:
             self.unjudged(f"no message was sent {self.during}", now)
         elif acked / total >= self.minimum:
-            self.succeed(f"{acked}/{total} acknowledged ({acked / total:.1%} >= {self.minimum:.1%})", now)
+            self.succeed(f"{acked}/{total} first sent {self.during} acknowledged "
+                         f"({acked / total:.1%} >= {self.minimum:.1%})", now)
         else:
-            self.fail(f"{acked}/{total} acknowledged ({acked / total:.1%} < {self.minimum:.1%})", now)
+            self.fail(f"{acked}/{total} first sent {self.during} acknowledged "
+                      f"({acked / total:.1%} < {self.minimum:.1%})", now)
 
     def finish(self, now: float) -> None:
         self._decide(now)
@@ -231,7 +256,8 @@ class AllAckedConsumed(_Expectation):
         elif lost:
             self.fail(f"{len(lost)} of {len(self.acked)} acknowledged messages never consumed, e.g. {lost[:3]}", now)
         else:
-            self.succeed(f"all {len(self.acked)} acknowledged messages consumed", now)
+            # every ack of the run, those after the timeline's end included: more than a phase counts
+            self.succeed(f"all {len(self.acked)} messages acknowledged in the whole run consumed", now)
 
 
 class Duplicates(_PhaseCheck):
@@ -629,7 +655,11 @@ def _build_one(scenario: Scenario, spec: ExpectSpec, config: LabConfig, topology
             brokers = [node("broker", "broker")]
         within = duration("within")
         after = duration("after", None)
-        check = BrokerRemoved(spec, view, brokers=brokers, within=within, after=after, nameservers=nameservers())
+        reason = take("reason", None)
+        if reason not in (None, "expired", "channel_closed", "unregistered"):
+            raise error(f"expired, channel_closed or unregistered, not {reason!r}", "reason")
+        check = BrokerRemoved(spec, view, brokers=brokers, within=within, after=after, nameservers=nameservers(),
+                              reason=reason)
     elif kind == "no_stale_broker":
         n = config.nameserver
         limit = duration("limit", n.brokerChannelExpiredTime + n.scanNotActiveBrokerInterval)

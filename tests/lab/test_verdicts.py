@@ -54,6 +54,9 @@ KEY = {
     "broker-crash": ("broker_removed broker=broker-a-0 within=1s", None),
     "broker-graceful-shutdown": ("unregistered from every NameServer at once", None),
     "broker-hang": ("NameServers drop the hung broker only after the expiry", None),
+    # The cause is the idle close turned off: with RocketMQ's 120 s it fires before the scan.
+    "broker-freeze-scan": ("every NameServer drops the frozen broker by its scan (expired), not by an idle close",
+                           ["nameserver.serverChannelMaxIdleTimeSeconds=120"]),
     "large-cluster-broker-crash": ("every NameServer drops the crashed master and its 2,000 topics at once", None),
     "master-down": ("consumers read broker-a's backlog from its slave", None),
     "nameserver-divergence": ("ns-0 expires broker-a-0", None),
