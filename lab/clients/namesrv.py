@@ -86,8 +86,9 @@ class NamesrvSelector:
 
     def update_addr_list(self, addrs: list[str]) -> bool:
         """updateNameServerAddressList: a list that differs in size or membership is shuffled and
-        replaces the old; the choice is dropped if it is no longer listed."""
-        if len(addrs) == len(self.addr_list) and all(a in self.addr_list for a in addrs):
+        replaces the old; the choice is dropped if it is no longer listed. An empty list is ignored
+        (4.9.8 keeps the NameServers it has rather than none)."""
+        if not addrs or (len(addrs) == len(self.addr_list) and all(a in self.addr_list for a in addrs)):
             return False
         shuffled = list(addrs)
         self.rng.shuffle(shuffled)

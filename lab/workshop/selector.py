@@ -46,6 +46,16 @@ def test_a_changed_list_replaces_the_old(NamesrvSelector):
     assert s.update_addr_list(ADDRS[:2]) is True and sorted(s.addr_list) == ADDRS[:2], "one fewer is a change"
 
 
+def test_an_empty_list_is_ignored(NamesrvSelector):
+    s = NamesrvSelector(random.Random(1))
+    s.update_addr_list(ADDRS[:3])
+    chosen = _take(s, 1)[0]
+    before = list(s.addr_list)
+    assert s.update_addr_list([]) is False, "an empty list is no change (update_addr_list returns False)"
+    assert s.addr_list == before and s.chosen == chosen, \
+        f"the client keeps its NameServers and its choice: none is worse (got {s.addr_list}, chosen {s.chosen!r})"
+
+
 def test_the_list_is_shuffled(NamesrvSelector):
     orders = set()
     for seed in range(20):
@@ -94,8 +104,8 @@ def random_operations(seed: int, count: int = 120):
     rng = random.Random(seed)
     for _ in range(count):
         roll = rng.random()
-        if roll < 0.25:
-            yield "update", rng.sample(ADDRS, rng.randint(1, len(ADDRS)))
+        if roll < 0.25:  # an empty list now and then: a name server address service that answered nothing
+            yield "update", rng.sample(ADDRS, rng.choice((0, *range(1, len(ADDRS) + 1))))
         elif roll < 0.6:
             up = set(rng.sample(ADDRS, rng.randint(0, len(ADDRS))))
             yield "sticky", up
@@ -103,7 +113,7 @@ def random_operations(seed: int, count: int = 120):
             yield "candidates", rng.randint(1, 4)
 
 
-RULES = [test_a_changed_list_replaces_the_old, test_the_list_is_shuffled, test_sticky_while_its_channel_is_open,
+RULES = [test_a_changed_list_replaces_the_old, test_an_empty_list_is_ignored, test_the_list_is_shuffled, test_sticky_while_its_channel_is_open,
          test_failover_is_one_round_after_the_index, test_a_dropped_choice_is_forgotten,
          test_the_index_starts_at_random]
 

@@ -11,8 +11,9 @@ class NamesrvSelector:
         self.chosen = None
 
     def update_addr_list(self, addrs):
-        # Same members (in any order): no change, so a client keeps its shuffled order.
-        if len(addrs) == len(self.addr_list) and all(a in self.addr_list for a in addrs):
+        # Same members (in any order): no change, so a client keeps its shuffled order. An empty
+        # list is ignored: better the NameServers it has than none.
+        if not addrs or (len(addrs) == len(self.addr_list) and all(a in self.addr_list for a in addrs)):
             return False
         shuffled = list(addrs)
         self.rng.shuffle(shuffled)
