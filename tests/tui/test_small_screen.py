@@ -22,12 +22,16 @@ def bottom(app) -> list[str]:
 
 
 async def scroll_through(pilot, keys: list[str]) -> list[str]:
-    """The Checks tab's rows after each key, every one of them with the verdict in sight."""
+    """The Checks tab's rows after each key (its scroll settled), every one with the verdict in sight."""
+    app = pilot.app
+    body = app.query_one("#checks-body")
+    await wait_until(pilot, lambda: app.focused is body, "the Checks tab takes the keys")
     seen = []
     for key in keys:
         await pilot.press(key)
-        await pilot.pause(0.1)
-        rows = bottom(pilot.app)
+        await wait_until(pilot, lambda: not app.animator.is_being_animated(body, "scroll_y"), "the scroll settles")
+        await pilot.pause(0.05)
+        rows = bottom(app)
         assert any(row.lstrip().startswith("now ") and " · verdict " in row for row in rows), rows
         seen += rows
     return seen
