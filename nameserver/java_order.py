@@ -108,3 +108,82 @@ def hashset_order(items: Iterable[Hashable], hash: Callable[[Hashable], int] = s
     (duplicates ignored, as add ignores them): how RocketMQ's TopicList and route broker-name sets
     come out."""
     return hashmap_order(dict.fromkeys(items), None, hash)
+
+
+# --- ConcurrentHashMap ------------------------------------------------------------------------------
+#
+# 4.9.8 decodes a registration's topicConfigTable into a `new ConcurrentHashMap()` (fastjson's map
+# for a ConcurrentMap field; the compressed decoder fills the field's own) and walks it to fill
+# topicQueueTable; a Java 9+ Properties (getNamesrvConfig's text) is one too. It differs from a
+# HashMap where keys share a bucket:
+# - spread(h) = (h ^ (h >>> 16)) & 0x7fffffff, bucket = spread & (n - 1), iteration walks buckets
+#   0..n-1; a new key is appended to its bucket's chain;
+# - it grows when the count, after an insertion, reaches sizeCtl = 0.75 n (a HashMap: exceeds);
+# - growing splits each chain at its last run of keys going the same way (lastRun): that run
+#   keeps its order, and every key before it is pushed onto the front of its half, so those
+#   come out reversed.
+
+
+def concurrent_hashmap_order(keys: Iterable[Hashable], capacity: int = DEFAULT_CAPACITY,
+                             hash: Callable[[Hashable], int] = string_hash) -> list:
+    """The iteration order of a ConcurrentHashMap whose table starts at `capacity` buckets after
+    put of `keys` in the order given (each key once)."""
+    keys = list(keys)
+    if len(keys) < 2:
+        return keys
+    # A node is one int, spread hash << 32 | position in keys: a first registration of 10,000
+    # topics goes through here, and tuples per node cost twice as much. A bucket is None, one
+    # node, or a list of them.
+    n = capacity
+    size_ctl = n - (n >> 2)
+    table: list = [None] * n
+    for pos, key in enumerate(keys):
+        h = hash(key)
+        node = ((h ^ (h >> 16)) & 0x7FFFFFFF) << 32 | pos
+        index = (node >> 32) & (n - 1)
+        bucket = table[index]
+        if bucket is None:
+            table[index] = node
+        elif type(bucket) is int:
+            table[index] = [bucket, node]
+        else:
+            bucket.append(node)
+        while pos + 1 >= size_ctl:  # addCount: the count has reached sizeCtl
+            table = _transfer(table, n)
+            n <<= 1
+            size_ctl = n - (n >> 2)
+    out = []
+    for bucket in table:
+        if bucket is None:
+            continue
+        if type(bucket) is int:
+            out.append(keys[bucket & 0xFFFFFFFF])
+        else:
+            out.extend(keys[node & 0xFFFFFFFF] for node in bucket)
+    return out
+
+
+def _transfer(table: list, n: int) -> list:
+    """ConcurrentHashMap.transfer from n to 2n buckets."""
+    grown: list = [None] * (2 * n)
+    bit = n << 32
+    for index, bucket in enumerate(table):
+        if bucket is None:
+            continue
+        if type(bucket) is int:
+            grown[index + n if bucket & bit else index] = bucket
+            continue
+        run_bit, last_run = bucket[0] & bit, 0
+        for i in range(1, len(bucket)):
+            if bucket[i] & bit != run_bit:
+                run_bit, last_run = bucket[i] & bit, i
+        lo = [node for node in bucket[:last_run] if not node & bit]
+        hi = [node for node in bucket[:last_run] if node & bit]
+        lo.reverse()  # each was pushed onto the front of its half
+        hi.reverse()
+        (hi if run_bit else lo).extend(bucket[last_run:])
+        if lo:
+            grown[index] = lo
+        if hi:
+            grown[index + n] = hi
+    return grown

@@ -132,13 +132,14 @@ class DefaultRequestProcessor:
         crc = request.int_field("bodyCrc32", 0)
         if crc and crc32(body or b"") != crc:  # UtilAll.crc32(null) is 0: a crc without a body fails
             log.warning("receive registerBroker request, crc32 not match")
-            return request.response(ResponseCode.SYSTEM_ERROR, "crc32 not match")
+            # Built with RegisterBrokerResponseHeader, as every reply of this handler: extFields {}.
+            return request.response(ResponseCode.SYSTEM_ERROR, "crc32 not match", ext_fields={})
         legacy = request.version < V3_0_11
         parsed = bodies.RegisterBrokerBody.decode(
             body, request.serialize_type, compressed=request.bool_field("compressed"), legacy=legacy)
         result = self.routes.register_broker(
             cluster_name, broker_addr, broker_name, broker_id, ha_server_addr, parsed.data_version,
-            parsed.topic_config_table, parsed.filter_server_list, channel, now)
+            parsed.queue_rows, parsed.filter_server_list, channel, now)
         self.listener("ns.register", {
             "broker_addr": broker_addr, "broker_name": broker_name, "broker_id": broker_id,
             "cluster": cluster_name, "data_version": list(parsed.data_version),
@@ -337,7 +338,10 @@ class DefaultRequestProcessor:
         namespace, key = request.require("namespace"), request.require("key")
         value = self.kv.get_kv_config(namespace, key)
         if value is None:
-            return request.response(ResponseCode.QUERY_NOT_FOUND, f"No config item, Namespace: {namespace} Key: {key}")
+            # Java builds this reply with GetKVConfigResponseHeader: a custom header with no value
+            # still makes extFields an empty HashMap, which fastjson writes as {}.
+            return request.response(ResponseCode.QUERY_NOT_FOUND, f"No config item, Namespace: {namespace} Key: {key}",
+                                    ext_fields={})
         return request.response(ResponseCode.SUCCESS, ext_fields={"value": value})
 
     def delete_kv_config(self, request: RemotingCommand, channel: object, now: float) -> RemotingCommand:

@@ -7,7 +7,10 @@ from dataclasses import dataclass
 from .codes import CURRENT_VERSION, FLAG_ONEWAY, FLAG_RESPONSE, SerializeType
 
 
-LANGUAGE = "PYTHON"  # the language this implementation's commands announce
+LANGUAGE = "PYTHON"  # the language the lab's own requests announce
+# What every reply announces. The servers nslab models (NameServer, broker) are Java's, whose
+# replies say JAVA; the lab's clients' few replies (to a broker asking them) share this path.
+REPLY_LANGUAGE = "JAVA"
 
 
 class HeaderError(ValueError):
@@ -55,11 +58,11 @@ class RemotingCommand:
     ) -> RemotingCommand:
         """A reply to this request: same opaque and serialize type, the response flag set."""
         # Positional, in the fields' order, as this runs for every reply: a dataclass __init__
-        # with keywords costs twice as much. language and version are the defaults.
+        # with keywords costs twice as much.
         return RemotingCommand(
             code, self.opaque, FLAG_RESPONSE,
             stringify_fields(ext_fields) if ext_fields is not None else None,
-            remark, body or None, LANGUAGE, CURRENT_VERSION, self.serialize_type,
+            remark, body or None, REPLY_LANGUAGE, CURRENT_VERSION, self.serialize_type,
         )
 
     @property

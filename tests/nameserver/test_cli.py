@@ -76,7 +76,7 @@ def test_the_command_answers_the_spec_wire_examples_and_stops_on_sigterm(nameser
         sock.sendall(frame(REGISTER_HEADER, REGISTER_BODY))
         stype, header, body = read_frame(sock)
         assert (stype, body) == (0, b"")
-        assert header == (b'{"code":0,"extFields":{},"flag":1,"language":"PYTHON","opaque":1,'
+        assert header == (b'{"code":0,"extFields":{},"flag":1,"language":"JAVA","opaque":1,'
                           b'"serializeTypeCurrentRPC":"JSON","version":409}')
 
         sock.sendall(frame(ROUTE_HEADER))

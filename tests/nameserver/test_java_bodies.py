@@ -84,7 +84,7 @@ def test_a_null_value_is_no_config_item(ns):
     assert ns.call(RC.PUT_KV_CONFIG, {"namespace": "ns1", "key": "k"}).code == ResponseCode.SUCCESS
     got = ns.call(RC.GET_KV_CONFIG, {"namespace": "ns1", "key": "k"})
     assert (got.code, got.remark, got.ext_fields) == (
-        ResponseCode.QUERY_NOT_FOUND, "No config item, Namespace: ns1 Key: k", None)
+        ResponseCode.QUERY_NOT_FOUND, "No config item, Namespace: ns1 Key: k", {})
     # The namespace exists, the key is left out of its table (fastjson drops null values).
     assert body(ns.call(RC.GET_KVLIST_BY_NAMESPACE, {"namespace": "ns1"})) == b'{"table":{}}'
     ns.call(RC.PUT_KV_CONFIG, {"namespace": "ns1", "key": "k2", "value": "v2"})

@@ -126,7 +126,7 @@ def test_a_table_that_fails_to_load_leaves_every_table_untouched(routes):
     """A lazy body whose topic table turns out corrupt must not leave a half-registered broker
     (a BrokerData without a live entry would never expire)."""
     class Corrupt(dict):
-        def values(self):
+        def items(self):
             raise ValueError("corrupt topic table")
 
     with pytest.raises(ValueError):
