@@ -6,6 +6,7 @@ from tui_support import BROKERS, EXPIRED_AT, NAMESERVERS, build_log, replay_of, 
 from lab.tui.health import rates_text
 from lab.tui.membership import perm_cell
 from lab.tui.model import LabModel
+from lab.tui.screens.help import HELP
 
 
 def model_at(t: float, extra: list[dict] = ()) -> LabModel:
@@ -86,7 +87,15 @@ def test_a_frozen_nameserver_panel_says_frozen():
     async def body(pilot):
         await pilot.pause(0.3)
         panel = app.query_one("#panel-ns-1")
-        assert panel.border_title == f"ns-1 {NAMESERVERS['ns-1']} frozen"
-        assert app.query_one("#panel-ns-0").border_title == f"ns-0 {NAMESERVERS['ns-0']}"
+        assert panel.border_title.strip() == f"ns-1 {NAMESERVERS['ns-1']} frozen"
+        assert app.query_one("#panel-ns-0").border_title.strip() == f"ns-0 {NAMESERVERS['ns-0']}"
 
     run_app(app, body, size=(200, 55))
+
+
+def test_the_help_says_which_of_idle_close_and_scan_removes_a_silent_broker_and_what_not_here_means():
+    words = " ".join(HELP.split())
+    assert "With RocketMQ's defaults the idle close comes first: it fires at 120 s, the scan only at its " \
+           "next pass after that (120–130 s)" in words
+    assert "scenario `broker-freeze-scan`" in words
+    assert "(**not here**: never had it, or removed over a minute ago)" in words

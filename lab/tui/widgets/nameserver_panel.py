@@ -76,7 +76,7 @@ class NameServerPanel(ScrollView, can_focus=True):
         pid = f"pid {view.pid} " if view.pid and self._live else ""
         # a frozen NameServer is up but answers nothing: its title says so, as a killed one's does
         state = "frozen" if view.frozen and self._live else "" if self._live else view.state
-        title = f"{self.nameserver} {view.address or ''} {pid}{state}".rstrip()
+        title = f"{self.nameserver} {view.address or ''} {pid}{state}"
         subtitle = f"{differ} rows differ" if differ else ""
         if (title, subtitle) != (self.border_title, self.border_subtitle):  # setting them redraws it all
             self.border_title, self.border_subtitle = title, subtitle
