@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import re
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
+
+from .java_order import concurrent_hashmap_order
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
 _PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
@@ -28,46 +31,88 @@ def parse_duration(text: str | int | float) -> float:
 # Keys RocketMQ states in milliseconds; held here in seconds like every other duration.
 _MILLIS = {"scanNotActiveBrokerInterval", "brokerChannelExpiredTime"}
 
+# getNamesrvConfig's keys: NamesrvConfig's fields, then NettyServerConfig's, each in declaration
+# order (4.9.8); then the lab's own two, which 4.9.8 hard-codes in RouteInfoManager.
+NAMESRV_KEYS = ("rocketmqHome", "kvConfigPath", "configStorePath", "productEnvName", "clusterTest",
+                "orderMessageEnable", "configBlackList")
+NETTY_SERVER_KEYS = (
+    "listenPort", "serverWorkerThreads", "serverCallbackExecutorThreads", "serverSelectorThreads",
+    "serverOnewaySemaphoreValue", "serverAsyncSemaphoreValue", "serverChannelMaxIdleTimeSeconds",
+    "serverSocketSndBufSize", "serverSocketRcvBufSize", "writeBufferHighWaterMark",
+    "writeBufferLowWaterMark", "serverSocketBacklog", "serverPooledByteBufAllocatorEnable",
+    "useEpollNativeSelector")
+LAB_KEYS = ("scanNotActiveBrokerInterval", "brokerChannelExpiredTime")
+# A Java 9+ Properties is a ConcurrentHashMap(8): 16 buckets to start with.
+_PROPERTIES_CAPACITY = 16
+
+
+def _user_home_path(*parts: str) -> str:
+    """System.getProperty("user.home") + File.separator + ..."""
+    return os.path.join(os.path.expanduser("~"), *parts)
+
 
 @dataclass(slots=True)
 class NamesrvConfig:
-    """NamesrvConfig + the NettyServerConfig keys that matter here. Durations are seconds.
+    """NamesrvConfig + NettyServerConfig (4.9.8's keys and defaults, the port NamesrvStartup sets)
+    + the lab's scan interval and expiry. Durations are seconds.
 
-    Deviation: kvConfigPath defaults to None (KV config kept in memory) rather than
-    ~/namesrv/kvConfig.json, so a lab never writes into the user's home unless asked.
+    Deviation: kvConfigPath None keeps the KV config in memory, so a lab never writes into the
+    user's home unless asked; getNamesrvConfig still shows the path 4.9.8 would use.
     """
 
-    listenPort: int = 9876
-    rocketmqHome: str = ""
+    rocketmqHome: str | None = field(default_factory=lambda: os.environ.get("ROCKETMQ_HOME"))
     kvConfigPath: str | None = None
-    configStorePath: str = ""
+    configStorePath: str = field(default_factory=lambda: _user_home_path("namesrv", "namesrv.properties"))
     productEnvName: str = "center"
     clusterTest: bool = False
     orderMessageEnable: bool = False
     configBlackList: str = "configBlackList;configStorePath;kvConfigPath"
+    listenPort: int = 9876  # the port listened on, once bound
+    serverWorkerThreads: int = 8
+    serverCallbackExecutorThreads: int = 0
+    serverSelectorThreads: int = 3
+    serverOnewaySemaphoreValue: int = 256
+    serverAsyncSemaphoreValue: int = 64
+    serverChannelMaxIdleTimeSeconds: float = 120.0
+    serverSocketSndBufSize: int = 0
+    serverSocketRcvBufSize: int = 0
+    writeBufferHighWaterMark: int = 0
+    writeBufferLowWaterMark: int = 0
+    serverSocketBacklog: int = 1024
+    serverPooledByteBufAllocatorEnable: bool = True
+    useEpollNativeSelector: bool = False
     scanNotActiveBrokerInterval: float = 10.0
     brokerChannelExpiredTime: float = 120.0
-    serverChannelMaxIdleTimeSeconds: float = 120.0
 
     def black_list(self) -> set[str]:
         return {"configBlackList", "configStorePath", "kvConfigPath", "rocketmqHome"} | {
             k for k in self.configBlackList.split(";") if k
         }
 
+    def _text(self, key: str) -> str | None:
+        value = getattr(self, key)
+        if key == "kvConfigPath" and value is None:
+            return _user_home_path("namesrv", "kvConfig.json")
+        if value is None:
+            return None
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        if key in _MILLIS:
+            return str(round(value * 1000))
+        if isinstance(value, float):
+            return str(round(value))
+        return str(value)
+
     def to_properties(self) -> str:
-        lines = []
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if isinstance(value, bool):
-                value = "true" if value else "false"
-            elif f.name in _MILLIS:
-                value = round(value * 1000)
-            elif isinstance(value, float):
-                value = round(value)
-            elif value is None:
-                value = ""
-            lines.append(f"{f.name}={value}")
-        return "\n".join(lines) + "\n"
+        """GET_NAMESRV_CONFIG's text, as Configuration.getAllConfigsFormatString writes it: each
+        config object's non-null fields go into a Properties, which is merged into the whole,
+        and MixAll.properties2String writes `key=value` lines in the whole's order."""
+        texts = {key: self._text(key) for key in NAMESRV_KEYS + NETTY_SERVER_KEYS + LAB_KEYS}
+        merged: list[str] = []
+        for keys in (NAMESRV_KEYS, NETTY_SERVER_KEYS, LAB_KEYS):
+            merged += concurrent_hashmap_order([k for k in keys if texts[k] is not None], _PROPERTIES_CAPACITY)
+        return "".join(f"{key}={texts[key]}\n"
+                       for key in concurrent_hashmap_order(merged, _PROPERTIES_CAPACITY))
 
     def update_from_properties(self, text: str) -> list[str]:
         """Apply a Java properties text (UPDATE_NAMESRV_CONFIG). Unknown keys are ignored, as

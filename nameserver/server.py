@@ -94,6 +94,7 @@ class NameServer:
         port = self.config.listenPort if port is None else port
         listeners = await trio.open_tcp_listeners(port, host=host, backlog=1024)
         bound = listeners[0].socket.getsockname()[:2]
+        self.config.listenPort = bound[1]  # what getNamesrvConfig says (port 0 picks one)
         log.info("The Name Server boot success. listening on %s:%s", *bound)
         # Accepted sockets are served by RawSocketStream (tcp.py) rather than trio's SocketStream:
         # the same stream behaviour, one reschedule per request instead of two.

@@ -107,6 +107,7 @@ class Cluster:
         server = NameServer(config, listener=lambda kind, fields: self._on_ns_event(name, kind, fields),
                             schedule=Schedule(self.phase(name), pause.sleep_until))
         listener, address = await self.network.listen(name, self.port(name, port))
+        config.listenPort = int(address.rsplit(":", 1)[1])  # what getNamesrvConfig says
         server.routes.track_changes()
         self.nameservers[name] = server
         self._tables.pop(name, None)  # a (re)started NameServer's first ns.tables has all five
