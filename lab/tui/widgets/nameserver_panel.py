@@ -123,7 +123,7 @@ class NameServerPanel(ScrollView, can_focus=True):
             gone = self._traces.get((table, key))
             # a broker's row names its node, as a live row does
             name = self.model.node_at(key) if table == "brokerLiveTable" else key
-            shown = key if name == key else f"{key} {name}"
+            shown = key if name == key else f"{key:<16} {name}"  # in the live rows' columns
             pieces = [(f"  {shown}  — gone {self.model.now - gone:.0f} s ago", GONE)] if gone is not None \
                 and (table, key) not in self.model.diverged else [(f"  {shown}  — not here", ABSENT)]
         else:
