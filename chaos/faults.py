@@ -12,10 +12,9 @@ import re
 
 from dataclasses import dataclass, field
 
-from nameserver.protocol import ResponseCode
-
 from .links import Toxic
-from .requests import KINDS as REQUEST_KINDS, RequestFault, code_name, code_number
+from .request_faults import KINDS as REQUEST_KINDS, RequestFault
+from .wire_codec import WireCodec
 
 
 class FaultError(ValueError):
@@ -61,7 +60,7 @@ class Fault:
             record["toxic"] = self.toxic.describe()
             record["toxic_table"] = self.toxic.to_table()
             if isinstance(self.toxic, RequestFault):
-                record["code"] = code_name(self.toxic.code)
+                record["code"] = self.toxic.code_name()
                 if self.toxic.duration is not None:
                     record["for_s"] = self.toxic.duration  # the fault's window ends by itself
         record.update(self.params)
@@ -163,7 +162,7 @@ def _param(params: dict, key: str, default, convert):
         raise FaultError(f"{key}: {e}") from None
 
 
-def parse_request_fault(kind: str, params: dict[str, str], parse_duration) -> RequestFault:
+def parse_request_fault(kind: str, params: dict[str, str], parse_duration, codec: WireCodec) -> RequestFault:
     """`drop code=REGISTER_BROKER`, `reply code=GET_ROUTEINFO_BY_TOPIC delay=5s`, `answer
     code=SEND_MESSAGE answer=SYSTEM_BUSY remark=busy count=10 for=2m`."""
     check_params(f"a {kind} toxic", params, REQUEST_PARAMS[kind])
@@ -172,21 +171,23 @@ def parse_request_fault(kind: str, params: dict[str, str], parse_duration) -> Re
                          "or a number")
     seconds = _seconds(parse_duration)
     fields = dict(
-        code=_param(params, "code", None, code_number), delay=_param(params, "delay", 0, seconds),
+        code=_param(params, "code", None, codec.request_code), delay=_param(params, "delay", 0, seconds),
         jitter=_param(params, "jitter", 0, seconds),
-        answer=_param(params, "answer", "SYSTEM_BUSY", lambda v: code_number(v, ResponseCode)),
+        answer=_param(params, "answer", None, codec.response_code) if "answer" in params else None,
         remark=str(params.get("remark", "")), keys=str(params.get("keys", "quoted")),
         count=_param(params, "count", None, _count) if "count" in params else None,
         duration=_param(params, "for", None, seconds) if "for" in params else None)
     try:
-        return RequestFault(kind, **fields)
+        return RequestFault(kind, **fields, codec=codec)
     except ValueError as e:
         raise FaultError(f"{kind}: {e}") from None
 
 
-def parse_toxic(kind: str, params: dict[str, str], parse_duration) -> Toxic | RequestFault:
+def parse_toxic(kind: str, params: dict[str, str], parse_duration, codec: WireCodec | None) -> Toxic | RequestFault:
     if kind in REQUEST_KINDS:
-        return parse_request_fault(kind, params, parse_duration)
+        if codec is None:
+            raise FaultError(f"{kind}: this lab knows no request codes (no wire codec)")
+        return parse_request_fault(kind, params, parse_duration, codec)
     if kind not in TOXIC_PARAMS:
         raise FaultError(f"unknown toxic {kind!r}: use one of {', '.join(TOXIC_PARAMS)}, or one on a request code: "
                          + ", ".join(REQUEST_KINDS))
@@ -212,6 +213,7 @@ class Vocabulary:
     """The verbs a lab understands, and how to read them from words or a scenario table."""
 
     parse_duration: object  # str -> seconds; passed in, so chaos needs no config module
+    codec: WireCodec | None = None  # the protocol's request codes, for request faults (chaos/wire_codec.py)
     specs: dict[str, VerbSpec] = field(default_factory=dict)
 
     def __post_init__(self):
@@ -251,7 +253,7 @@ class Vocabulary:
                 raise FaultError(f"toxic {flags[0]}: unexpected {' '.join(flags[1:])!r} "
                                  f"(parameters are key=value: {_takes(flags[0])})")
             return Fault(verb, nodes=_nodes(args[0].replace(":", ",")),
-                         toxic=parse_toxic(flags[0], params, self.parse_duration))
+                         toxic=parse_toxic(flags[0], params, self.parse_duration, self.codec))
         if flags and spec.takes != "nodes":
             raise FaultError(f"{verb}: unexpected {' '.join(flags)!r}")
         check_params(verb, params, spec.params)
@@ -288,7 +290,7 @@ class Vocabulary:
                                  "request code: " + ", ".join(REQUEST_KINDS) + ")")
             peer = table.get("peer")
             params = {k: str(v) for k, v in table.items() if k not in ("at", "spread", "fault", "node", "peer", "kind")}
-            return Fault(verb, nodes=(node, peer) if peer else (node,), toxic=parse_toxic(kind, params, self.parse_duration))
+            return Fault(verb, nodes=(node, peer) if peer else (node,), toxic=parse_toxic(kind, params, self.parse_duration, self.codec))
         params = {k: v for k, v in table.items() if k not in ("at", "spread", "fault", "node")}
         check_params(verb, params, spec.params)
         return Fault(verb, nodes=(node,), params=tuple(sorted(params.items())))

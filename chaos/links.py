@@ -15,7 +15,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, NamedTuple
 
-from .requests import RequestFaults
+from .request_faults import RequestFaults
 
 RETRANSMIT_TIMEOUT = 0.2  # seconds: Linux's minimum TCP RTO
 

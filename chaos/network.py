@@ -14,27 +14,27 @@ they arrive if the link heals before someone closes the connection.
 
 from __future__ import annotations
 
-import dataclasses
 import errno
 import functools
 import logging
 import math
 import random
 from collections import deque
-from typing import Callable, Iterable, NamedTuple
+from typing import Awaitable, Callable, Iterable, NamedTuple
 
 import trio
 
-from nameserver.protocol import RemotingCommand, SerializeType
-from nameserver.protocol.frames import FrameDecoder, encode
-from nameserver.tcp import AcceptFailures, accept_forever
 
 from .clock import Timers, timer_source
 from .links import Links, Size, Toxic
-from .requests import (PASS, Frame, FrameCutter, RequestFault, Verdict, code_name, is_reply, judge_reply,
-                       rewrite_keys)
+from .request_faults import PASS, RequestFault, Verdict, judge_reply
+from .wire_codec import WireCodec
 
 log = logging.getLogger("chaos.network")
+
+
+# Accepts on a listener for ever, handing each stream to the callable; the str names it in logs.
+AcceptLoop = Callable[[trio.abc.Listener, Callable[[trio.abc.Stream], object], str], Awaitable[None]]
 
 
 class Unreachable(OSError):
@@ -42,8 +42,11 @@ class Unreachable(OSError):
 
 
 class Network:
-    def __init__(self, links: Links | None = None, *, seed: int = 0):
+    def __init__(self, links: Links | None = None, *, seed: int = 0, codec: WireCodec | None = None):
         self.links = links or Links()
+        # The protocol on the links, for request faults (the lab gives RocketMQ's); without one a
+        # network takes none.
+        self.codec = codec
         self.rng = random.Random(seed)
         self.node_at: dict[str, str] = {}  # address -> node
         self.address_of: dict[str, str] = {}  # node -> address it listens on
@@ -95,7 +98,9 @@ class Network:
     def add_request_fault(self, src: str, dst: str, fault: RequestFault) -> None:
         """A fault on the requests of one code crossing src -> dst ("*": every link out of src,
         or into dst), and on their replies."""
-        self.links.requests.add(src, dst, fault, trio.current_time())
+        if self.codec is None:
+            raise ValueError("a network built without a wire codec takes no request faults")
+        self.links.requests.add(src, dst, fault.with_codec(self.codec), trio.current_time())
         self._notify()
 
     def _judged(self, src: str, dst: str, code: int, flag: int, opaque: int,
@@ -103,18 +108,20 @@ class Network:
         """A command crossing src -> dst while request faults are on: what happens to it. A
         request that meets a fault on its reply leaves it in `reply_faults` (the connection's),
         under (the replier, opaque); its reply takes it from there."""
-        if is_reply(flag):
+        codec = self.codec
+        if codec.is_reply(flag):
             fault = reply_faults.pop((src, opaque), None) if reply_faults else None
             verdict = PASS if fault is None else judge_reply(fault, self.rng)
         else:
-            verdict, reply_fault = self.links.requests.judge(src, dst, code, flag, trio.current_time(), self.rng)
+            verdict, reply_fault = self.links.requests.judge(src, dst, code, flag, trio.current_time(), self.rng, codec)
             if reply_fault is not None:
                 reply_faults[(dst, opaque)] = reply_fault
         if verdict.fault is not None and self.on_request_fault is not None:
             fault = verdict.fault
-            request = fault.code if is_reply(flag) else code  # a reply's own code is its response code
-            self.on_request_fault({"src": src, "dst": dst, "code": request, "request": code_name(request),
-                                   "reply": is_reply(flag), "action": verdict.why or fault.kind, "opaque": opaque,
+            reply = codec.is_reply(flag)
+            request = fault.code if reply else code  # a reply's own code is its response code
+            self.on_request_fault({"src": src, "dst": dst, "code": request, "request": codec.request_name(request),
+                                   "reply": reply, "action": verdict.why or fault.kind, "opaque": opaque,
                                    **({"delay": round(verdict.delay, 6)} if verdict.delay else {})})
         return verdict
 
@@ -358,11 +365,11 @@ class _SimEnd(trio.abc.Stream):
         verdict = self.net._judged(self.local, self.remote, cmd.code, cmd.flag, cmd.opaque, self._reply_faults)
         if verdict.action == "answer":
             try:
-                peer.send_object(cmd.response(verdict.fault.answer, verdict.fault.remark or None), 64)
+                peer.send_object(self.net.codec.answer(cmd, verdict.fault.answer_code(), verdict.fault.remark or None), 64)
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 pass  # the connection is going: no answer to give
         elif verdict.action == "rewrite":
-            peer._enqueue(_rewritten(cmd, verdict.fault), size)
+            peer._enqueue(self.net.codec.rewrite(cmd, verdict.fault.keys), size)
         elif verdict.action == "deliver":
             for _ in range(verdict.copies):
                 peer._enqueue(cmd, size, verdict.delay)
@@ -542,9 +549,10 @@ class _SimListener(trio.abc.Listener):
 
 
 class SimNetwork(Network):
-    def __init__(self, links: Links | None = None, *, seed: int = 0, next_port: int = 30000):
+    def __init__(self, links: Links | None = None, *, seed: int = 0, next_port: int = 30000,
+                 codec: WireCodec | None = None):
         """Made inside trio: it runs on that run's clock and timers."""
-        super().__init__(links, seed=seed)
+        super().__init__(links, seed=seed, codec=codec)
         self._listening: dict[str, _SimListener] = {}
         self._next_port = next_port
         self._held: list[_SimEnd] = []  # ends whose next chunk waits for the link to change
@@ -609,12 +617,14 @@ class TcpNetwork(Network):
     RECEIVE_SIZE = 65536
 
     def __init__(self, nursery: trio.Nursery, links: Links | None = None, *, seed: int = 0,
-                 host: str = "127.0.0.1"):
-        super().__init__(links, seed=seed)
+                 host: str = "127.0.0.1", codec: WireCodec | None = None, accept_loop: AcceptLoop | None = None):
+        super().__init__(links, seed=seed, codec=codec)
         self.nursery = nursery
         self.host = host
         self._relays: dict[tuple[str, str], int] = {}  # link -> relay port
-        self._accept_failures = AcceptFailures()  # one log line per interval for all the relays
+        # The relays' accept loop, given by the lab (nameserver.tcp's: it outlasts a full descriptor
+        # table, with a bounded log); a network that relays nothing needs none.
+        self.accept_loop = accept_loop
 
     async def listen(self, node: str, port: int = 0) -> tuple[trio.abc.Listener, str]:
         listeners = await trio.open_tcp_listeners(port, host=self.host, backlog=1024)
@@ -643,8 +653,8 @@ class TcpNetwork(Network):
         (listener,) = await trio.open_tcp_listeners(0, host=self.host)
         task_status.started(listener.socket.getsockname()[1])
         serve = functools.partial(self.nursery.start_soon, self._relay_connection, src, dst)
-        async with listener:  # at the descriptor limit: logged, and it accepts again (tcp.accept_forever)
-            await accept_forever(listener, serve, log, f"relay {src} -> {dst}", self._accept_failures)
+        async with listener:
+            await self.accept_loop(listener, serve, f"relay {src} -> {dst}")
 
     async def _relay_connection(self, src: str, dst: str, inbound: trio.SocketStream) -> None:
         address = self.address_of.get(dst)
@@ -686,7 +696,7 @@ class TcpNetwork(Network):
     async def _read(self, source, src: str, dst: str, send, answer, reply_faults: dict) -> None:
         """Chunks from src, on to dst's writer. While request faults are on, whole frames, each
         judged: dropped, delayed, sent twice, or answered on `answer` (back to src)."""
-        cutter = FrameCutter()
+        cutter = self.codec.cutter() if self.codec is not None else None
         async with send, answer:
             while True:
                 try:
@@ -697,20 +707,19 @@ class TcpNetwork(Network):
                     await send.send(None)  # the writer ends the connection once what came before is out
                     return
                 now = trio.current_time()
-                for piece in cutter.feed(data, cut=bool(self.links.requests)):
-                    if not isinstance(piece, Frame):
+                for piece in cutter.feed(data, cut=bool(self.links.requests)) if cutter else (data,):
+                    if isinstance(piece, bytes):
                         await send.send((now, piece, 0.0))
                         continue
                     verdict = self._judged(src, dst, piece.code, piece.flag, piece.opaque, reply_faults)
                     if verdict.action == "answer":
                         try:
-                            await answer.send((now, _answer_frame(piece, verdict.fault), 0.0))
+                            reply = self.codec.answer_frame(piece, verdict.fault.answer_code(), verdict.fault.remark or None)
+                            await answer.send((now, reply, 0.0))
                         except (trio.BrokenResourceError, trio.ClosedResourceError):
                             pass  # the other direction has ended: no answer to give
                     elif verdict.action == "rewrite":
-                        whole = FrameDecoder().feed(piece.data)  # its header read already: it decodes
-                        data = encode(_rewritten(whole[0], verdict.fault)) if whole else piece.data
-                        await send.send((now, data, 0.0))
+                        await send.send((now, self.codec.rewrite_frame(piece, verdict.fault.keys), 0.0))
                     elif verdict.action == "deliver":
                         for _ in range(verdict.copies):
                             await send.send((now, piece.data, verdict.delay))
@@ -737,20 +746,6 @@ class TcpNetwork(Network):
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 break
         done.cancel()  # EOF or reset on one side ends the whole relayed connection
-
-
-def _rewritten(reply: RemotingCommand, fault: RequestFault) -> RemotingCommand:
-    """A reply with its JSON body in the dialect fault's form (a msgpack body has no dialect)."""
-    if not reply.body or reply.serialize_type == SerializeType.MSGPACK:
-        return reply
-    return dataclasses.replace(reply, body=rewrite_keys(reply.body, fault.keys))
-
-
-def _answer_frame(request: Frame, fault: RequestFault) -> bytes:
-    """The reply a request fault gives instead of the peer's: its code and remark, the request's
-    opaque and serialize type."""
-    cmd = RemotingCommand(request.code, request.opaque, 0, serialize_type=request.serialize_type)
-    return encode(cmd.response(fault.answer, fault.remark or None))
 
 
 class _ClosableTcpListener:

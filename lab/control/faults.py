@@ -10,12 +10,13 @@ import signal
 import trio
 
 from chaos.faults import Fault, FaultError, VerbSpec, Vocabulary
-from chaos.requests import RequestFault
+from chaos.request_faults import RequestFault
 from nameserver.protocol import RequestCode, ResponseCode
 
 from lab.run.cluster import Cluster
 from lab.config import parse_duration
 from lab.remoting.channels import ChannelTable, request
+from lab.remoting.wire_codec import REMOTING
 
 LAB_VERBS = [
     VerbSpec("ns-down", "node", "kill a NameServer, or every one: ns-down ns-0 | all"),
@@ -32,7 +33,7 @@ MAX_GROWN_TOPICS = 100_000  # a registration of them is tens of MB: the seeds' "
 
 
 def vocabulary() -> Vocabulary:
-    vocab = Vocabulary(parse_duration)
+    vocab = Vocabulary(parse_duration, REMOTING)
     for spec in LAB_VERBS:
         vocab.add(spec)
     return vocab

@@ -23,10 +23,11 @@ import trio
 
 from chaos.clock import VirtualClock
 from chaos.links import Links
-from chaos.network import Network, SimNetwork, TcpNetwork
+from chaos.network import Network
 from chaos.trio_internals import deterministic_scheduling
 
 from .cluster import Cluster
+from .networks import sim_network, tcp_network
 from lab.clients.api import forget_decoded
 from lab.config import LabConfig
 from lab.events import EventLog
@@ -70,8 +71,8 @@ def make_clock(options: RunOptions):
 def make_network(options: RunOptions, config: LabConfig, nursery: trio.Nursery) -> Network:
     if options.sim:
         n = config.network
-        return SimNetwork(Links(base_latency=n.latency, base_jitter=n.jitter, base_loss=n.loss), seed=options.seed)
-    return TcpNetwork(nursery, Links(), seed=options.seed)
+        return sim_network(Links(base_latency=n.latency, base_jitter=n.jitter, base_loss=n.loss), seed=options.seed)
+    return tcp_network(nursery, Links(), seed=options.seed)
 
 
 async def run_cluster(config: LabConfig, options: RunOptions, *,

@@ -16,7 +16,7 @@ TOXICS = {  # label -> the toxic's words after the node
     "bandwidth 10 KiB/s": ["bandwidth", "rate=10k"],
     "blackhole (bytes vanish, connections stay)": ["blackhole"],
     "reset (connections torn down)": ["reset"],
-    # On one kind of request (chaos/requests.py): the rest of the link flows.
+    # On one kind of request (chaos/request_faults.py): the rest of the link flows.
     "drop REGISTER_BROKER (registrations lost, routes flow)": ["drop", "code=REGISTER_BROKER"],
     "route replies 5s late (past the 3 s timeout)": ["reply", "code=GET_ROUTEINFO_BY_TOPIC", "delay=5s"],
     "slow REGISTER_BROKER 8s (route reads wait for the table)": ["slow", "code=REGISTER_BROKER", "delay=8s"],

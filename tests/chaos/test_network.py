@@ -6,14 +6,15 @@ import pytest
 import trio
 
 from chaos.links import RETRANSMIT_TIMEOUT, Links, Toxic
-from chaos.network import SimNetwork, TcpNetwork, Unreachable
+from chaos.network import SimNetwork, Unreachable
+from lab.run.networks import tcp_network
 
 
 @pytest.fixture(params=["sim", "tcp"])
 async def net(request, nursery):
     if request.param == "sim":
         return SimNetwork(Links(), seed=7)
-    return TcpNetwork(nursery, Links(), seed=7)
+    return tcp_network(nursery, Links(), seed=7)
 
 
 async def echo_server(net, nursery, node="server"):

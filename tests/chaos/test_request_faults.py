@@ -10,9 +10,10 @@ import trio
 
 from chaos.faults import FaultError
 from chaos.links import Links
-from chaos.network import SimNetwork, TcpNetwork
-from chaos.requests import FrameCutter, RequestFault, RequestFaults, code_number, rewrite_keys
+from chaos.request_faults import RequestFault, RequestFaults
 from lab.control.faults import vocabulary
+from lab.remoting.wire_codec import REMOTING, FrameCutter, rewrite_keys
+from lab.run.networks import sim_network, tcp_network
 from nameserver.client import RemotingClient, RemotingTimeoutError
 from nameserver.connection import Connection
 from nameserver.protocol import RemotingCommand, RequestCode, ResponseCode, SerializeType
@@ -23,7 +24,7 @@ ROUTE, CLUSTER = RequestCode.GET_ROUTEINFO_BY_TOPIC, RequestCode.GET_BROKER_CLUS
 
 @pytest.fixture(params=["sim", "tcp"])
 async def net(request, nursery):
-    network = SimNetwork(Links(), seed=7) if request.param == "sim" else TcpNetwork(nursery, Links(), seed=7)
+    network = sim_network(Links(), seed=7) if request.param == "sim" else tcp_network(nursery, Links(), seed=7)
     network.recorded = []
     network.on_request_fault = network.recorded.append
     return network
@@ -181,14 +182,14 @@ def test_judging_picks_the_code_and_the_most_specific_link():
     faults, rng = RequestFaults(), random.Random(1)
     faults.add("*", "ns-0", RequestFault("reply", ROUTE, delay=5.0), now=0.0)
     faults.add("c", "ns-0", RequestFault("drop", ROUTE, duration=60.0), now=0.0)
-    assert faults.judge("c", "ns-0", CLUSTER, 0, 1.0, rng)[0].action == "deliver"
-    assert faults.judge("c", "ns-0", ROUTE, 0, 1.0, rng)[0].action == "drop"
-    verdict, reply = faults.judge("other", "ns-0", ROUTE, 0, 1.0, rng)
+    assert faults.judge("c", "ns-0", CLUSTER, 0, 1.0, rng, REMOTING)[0].action == "deliver"
+    assert faults.judge("c", "ns-0", ROUTE, 0, 1.0, rng, REMOTING)[0].action == "drop"
+    verdict, reply = faults.judge("other", "ns-0", ROUTE, 0, 1.0, rng, REMOTING)
     assert (verdict.action, reply.kind) == ("deliver", "reply")
-    verdict, reply = faults.judge("c", "ns-0", ROUTE, 0, 61.0, rng)  # the drop's minute is up
+    verdict, reply = faults.judge("c", "ns-0", ROUTE, 0, 61.0, rng, REMOTING)  # the drop's minute is up
     assert (verdict.action, reply.kind) == ("deliver", "reply")
-    oneway = faults.judge("c", "ns-1", ROUTE, 2, 1.0, rng)
-    assert oneway == (faults.judge("c", "ns-1", ROUTE, 0, 1.0, rng)[0], None)
+    oneway = faults.judge("c", "ns-1", ROUTE, 2, 1.0, rng, REMOTING)
+    assert oneway == (faults.judge("c", "ns-1", ROUTE, 0, 1.0, rng, REMOTING)[0], None)
 
 
 def test_the_vocabulary_reads_request_faults_from_words_and_tables():
@@ -205,7 +206,7 @@ def test_the_vocabulary_reads_request_faults_from_words_and_tables():
                          (["answer", "code=105", "answer=BUSY"], "unknown response code 'BUSY'")]:
         with pytest.raises(FaultError, match=error):
             vocab.parse_words(["toxic", "ns-0", *words])
-    assert code_number("SEND_MESSAGE_V2") == 310
+    assert REMOTING.request_code("SEND_MESSAGE_V2") == 310
 
 
 async def test_a_slow_request_holds_the_route_table_and_route_reads_wait_behind_it(net, nursery):
@@ -256,7 +257,7 @@ def test_a_spent_fault_goes_so_the_link_is_fast_again():
     faults, rng = RequestFaults(), random.Random(1)
     faults.add("c", "s", RequestFault("drop", ROUTE, count=1), now=0.0)
     faults.add("c", "t", RequestFault("drop", ROUTE, duration=5.0), now=0.0)
-    assert faults.judge("c", "s", ROUTE, 0, 1.0, rng)[0].action == "drop"
-    assert faults.judge("c", "s", ROUTE, 0, 1.0, rng)[0].action == "deliver"
-    assert faults.judge("c", "t", ROUTE, 0, 6.0, rng)[0].action == "deliver"
+    assert faults.judge("c", "s", ROUTE, 0, 1.0, rng, REMOTING)[0].action == "drop"
+    assert faults.judge("c", "s", ROUTE, 0, 1.0, rng, REMOTING)[0].action == "deliver"
+    assert faults.judge("c", "t", ROUTE, 0, 6.0, rng, REMOTING)[0].action == "deliver"
     assert not faults  # nothing left: the networks skip judging

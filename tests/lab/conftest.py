@@ -9,11 +9,11 @@ import pytest
 import trio
 from trio.testing import MockClock
 
-from chaos.network import SimNetwork, TcpNetwork
 from lab.broker.server import Broker
 from lab.config import LabConfig
 from lab.events import EventLog
 from lab.remoting.channels import ChannelTable, Node
+from lab.run.networks import sim_network, tcp_network
 from lab.broker.store import MessageStore
 from nameserver.protocol import RemotingCommand, RequestCode
 from nameserver.routes import TopicConfig
@@ -106,10 +106,10 @@ async def sim(nursery):
     pytest-trio only uses a clock the test function itself takes: such tests take `autojump_clock`."""
     if not isinstance(trio.lowlevel.current_clock(), MockClock):
         pytest.fail("a test using `sim` must take `autojump_clock` too, or it runs on the real clock")
-    return Harness(nursery, SimNetwork(seed=1))
+    return Harness(nursery, sim_network(seed=1))
 
 
 @pytest.fixture
 async def tcp(nursery):
     """The same over real loopback sockets, on the real clock."""
-    return Harness(nursery, TcpNetwork(nursery))
+    return Harness(nursery, tcp_network(nursery))

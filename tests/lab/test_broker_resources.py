@@ -33,7 +33,7 @@ MiB = 2**20
 FD_LIMITED_LAB = textwrap.dedent("""
     import logging, random, resource, sys
     import trio
-    from chaos.network import TcpNetwork
+    from lab.run.networks import tcp_network
     from lab.broker.server import Broker
     from lab.broker.store import MessageStore
     from lab.config import LabConfig
@@ -47,7 +47,7 @@ FD_LIMITED_LAB = textwrap.dedent("""
 
     async def main():
         async with trio.open_nursery() as nursery:
-            network = TcpNetwork(nursery)
+            network = tcp_network(nursery)
             events = EventLog(trio.current_time)
             ns_listener, ns_address = await network.listen("ns-0")
             await nursery.start(NameServer().serve, [ns_listener])

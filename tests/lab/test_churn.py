@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import trio
 
-from chaos.network import TcpNetwork
+from lab.run.networks import tcp_network
 from lab.broker.server import Broker
 from lab.control.churn import churn
 from lab.config import LabConfig
@@ -37,7 +37,7 @@ async def produce(address: str, stop: trio.Event, results: list[int]) -> None:
 
 async def test_churning_clients_never_fail_a_producer_and_leave_nothing_held():
     async with trio.open_nursery() as nursery:
-        network = TcpNetwork(nursery)
+        network = tcp_network(nursery)
         events = EventLog(trio.current_time)
         records = []
         events.subscribers.append(records.append)

@@ -11,7 +11,7 @@ import pytest
 import trio
 
 from chaos.links import Toxic
-from chaos.requests import RequestFault
+from chaos.request_faults import RequestFault
 from lab.broker import admin
 from lab.clients.api import MQClientAPI
 from lab.clients.consumer import Consumer

@@ -17,7 +17,7 @@ import trio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from chaos.network import TcpNetwork
+from lab.run.networks import tcp_network
 from lab.broker.server import Broker
 from lab.config import LabConfig
 from lab.events import EventLog
@@ -208,7 +208,7 @@ async def test_no_frame_changes_what_another_connection_of_the_nameserver_is_tol
 @given(attackers=hostile_connections)
 async def test_no_frame_changes_what_another_connection_of_a_broker_is_told(attackers):
     async with trio.open_nursery() as nursery:
-        network = TcpNetwork(nursery)
+        network = tcp_network(nursery)
         events = EventLog(trio.current_time)
         node = Node("broker-a-0", network, events, LabConfig())
         ns_listener, ns_address = await network.listen("ns-0")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from chaos.requests import ROUTE_TABLE_CODES, code_name
+from lab.remoting.wire_codec import REMOTING, ROUTE_TABLE_CODES
 from lab.control import scenarios
 from lab.events import read_events
 from lab.run.runner import RunOptions
@@ -31,7 +31,7 @@ def test_a_request_fault_scenario_holds_over_real_sockets(name, speed, acted, tm
     fault = next(r for r in read_events(path.read_bytes()) if r["kind"] == "chaos.fault" and r["verb"] == "toxic")
     assert min(r["t"] for r in records) >= fault["t"], "nothing is touched before the fault"
     # Only the fault's code, and (behind a slow one) the route-table requests that waited.
-    assert {r["request"] for r in records} <= {code_name(c) for c in ROUTE_TABLE_CODES}
+    assert {r["request"] for r in records} <= {REMOTING.request_name(c) for c in ROUTE_TABLE_CODES}
 
 
 def test_go_clients_given_quoted_keys_take_the_slave_for_the_master(tmp_path):

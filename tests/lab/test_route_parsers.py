@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from chaos.requests import rewrite_keys
+from lab.remoting.wire_codec import rewrite_keys
 from lab.clients.route_parsers import load_route
 from nameserver.bodies import BodyError, route_from_wire
 

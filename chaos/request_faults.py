@@ -9,54 +9,24 @@ does), or make it `slow` to process: it holds its NameServer's route table for `
 route-table request to that node waits behind it (RouteInfoManager's read-write lock). A
 `dialect` fault rewrites the JSON route bodies in its replies with `keys` quoted (`{"0":"addr"}`,
 what 4.9.4+ sends a client of version >= 401) or unquoted (`{0:"addr"}`, fastjson's legacy form),
-whatever the client's version: a client that parses only one of them fails (rocketmq-spec §3.3). Each may be limited to the first `count` requests or to a time (`for`). Both networks carry
+whatever the client's version: a client that parses only one of them fails (rocketmq-spec §3.3).
+Each may be limited to the first `count` requests or to a time (`for`). Both networks carry
 whole commands past `judge`: the simulated one as objects, the socket relays by cutting their
-byte streams into frames (FrameCutter), so a fault means the same in both.
+byte streams into frames, so a fault means the same in both. The protocol's codes, frames and
+replies are the WireCodec's (chaos/wire_codec.py), which the network is given: nothing here
+knows RocketMQ.
 """
 
 from __future__ import annotations
 
 import random
-import re
-import struct
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
-from nameserver.protocol import RequestCode, ResponseCode
-from nameserver.protocol.codes import FLAG_ONEWAY, FLAG_RESPONSE
-from nameserver.protocol.frames import FRAME_MAX_LENGTH
-from nameserver.protocol.headers import ProtocolError, decode_header
+from .wire_codec import WireCodec
 
 KINDS = ("drop", "drop-reply", "delay", "reply", "duplicate", "answer", "slow", "dialect")
 KEYS = ("quoted", "unquoted")  # a dialect fault's brokerAddrs keys
-# The requests a NameServer serves under RouteInfoManager's read-write lock: while a `slow` request
-# holds it (REGISTER_BROKER of a 10,000-topic broker, say), these wait for it, as route reads do.
-ROUTE_TABLE_CODES = frozenset({
-    RequestCode.REGISTER_BROKER, RequestCode.UNREGISTER_BROKER, RequestCode.GET_ROUTEINFO_BY_TOPIC,
-    RequestCode.GET_BROKER_CLUSTER_INFO, RequestCode.WIPE_WRITE_PERM_OF_BROKER, RequestCode.ADD_WRITE_PERM_OF_BROKER,
-    RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER, RequestCode.DELETE_TOPIC_IN_NAMESRV,
-    RequestCode.GET_TOPICS_BY_CLUSTER, RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_NS, RequestCode.GET_UNIT_TOPIC_LIST,
-    RequestCode.GET_HAS_UNIT_SUB_TOPIC_LIST, RequestCode.GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST,
-})
-
-
-def code_number(text: object, names: type = RequestCode) -> int:
-    """A request (or response) code by RocketMQ's name (`REGISTER_BROKER`) or number (`103`)."""
-    word = str(text).strip()
-    if word.lstrip("-").isdigit():
-        return int(word)
-    try:
-        return int(names[word.upper()])
-    except KeyError:
-        raise ValueError(f"unknown {'request' if names is RequestCode else 'response'} code {word!r}: "
-                         f"a number or a name such as {next(iter(names)).name}") from None
-
-
-def code_name(code: int, names: type = RequestCode) -> str:
-    try:
-        return names(code).name
-    except ValueError:
-        return str(code)
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,11 +35,13 @@ class RequestFault:
     code: int  # the request code it acts on
     delay: float = 0.0  # delay, reply: seconds
     jitter: float = 0.0  # delay, reply: uniform +-
-    answer: int = ResponseCode.SYSTEM_BUSY  # answer: the response code
+    answer: int | None = None  # answer: the response code (None: the codec's default_answer)
     remark: str = ""  # answer: the response's remark
     count: int | None = None  # only the first `count` requests
     duration: float | None = None  # only for this many seconds after it is added
     keys: str = "quoted"  # dialect: how brokerAddrs keys are written (KEYS)
+    # The protocol it speaks, to name its codes; a network gives a fault without one its own.
+    codec: WireCodec | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self):
         if self.kind not in KINDS:
@@ -81,12 +53,28 @@ class RequestFault:
         if self.count is not None and self.count < 1:
             raise ValueError(f"count must be >= 1, not {self.count}")
 
+    def with_codec(self, codec: WireCodec) -> RequestFault:
+        return self if self.codec is codec else replace(self, codec=codec)
+
+    def code_name(self) -> str:
+        return self.codec.request_name(self.code) if self.codec is not None else str(self.code)
+
+    def answer_code(self) -> int | None:
+        """The response code an `answer` fault gives: its own, or its codec's default."""
+        if self.answer is None and self.codec is not None:
+            return self.codec.default_answer
+        return self.answer
+
+    def answer_name(self) -> str:
+        code = self.answer_code()
+        return self.codec.response_name(code) if self.codec is not None and code is not None else str(code)
+
     def describe(self) -> str:
-        words = [self.kind, code_name(self.code)]
+        words = [self.kind, self.code_name()]
         if self.kind in ("delay", "reply", "slow"):
             words.append(f"{self.delay:g}s" + (f"±{self.jitter:g}s" if self.jitter else ""))
         if self.kind == "answer":
-            words.append(code_name(self.answer, ResponseCode) + (f" {self.remark!r}" if self.remark else ""))
+            words.append(self.answer_name() + (f" {self.remark!r}" if self.remark else ""))
         if self.kind == "dialect":
             words.append(f"{self.keys} keys")
         if self.count is not None:
@@ -97,11 +85,11 @@ class RequestFault:
 
     def to_table(self) -> dict:
         """The fault as a scenario's timeline keys (chaos/faults.py reads them back)."""
-        table: dict = {"kind": self.kind, "code": code_name(self.code)}
+        table: dict = {"kind": self.kind, "code": self.code_name()}
         if self.kind in ("delay", "reply", "slow"):
             table.update(delay=f"{self.delay!r}s", jitter=f"{self.jitter!r}s")
         if self.kind == "answer":
-            table.update(answer=code_name(self.answer, ResponseCode), remark=self.remark)
+            table.update(answer=self.answer_name(), remark=self.remark)
         if self.kind == "dialect":
             table["keys"] = self.keys
         if self.count is not None:
@@ -183,8 +171,8 @@ class RequestFaults:
                     found[fault_key[0]] = installed
         return list(found.values())
 
-    def judge(self, src: str, dst: str, code: int, flag: int, now: float,
-              rng: random.Random) -> tuple[Verdict, RequestFault | None]:
+    def judge(self, src: str, dst: str, code: int, flag: int, now: float, rng: random.Random,
+              codec: WireCodec) -> tuple[Verdict, RequestFault | None]:
         """A request src -> dst: what happens to it, and the fault its reply meets (None: none).
         A fault limited by count spends one for each request it acts on."""
         matching = self._matching(src, dst, code, now)
@@ -192,7 +180,7 @@ class RequestFaults:
         if holder is not None and free_at <= now:
             del self.locked[dst]  # let go
             self._update()
-        waits = free_at - now if code in ROUTE_TABLE_CODES and free_at > now else 0.0
+        waits = free_at - now if code in codec.table_codes and free_at > now else 0.0
         if not matching:
             return (PASS if not waits else Verdict("deliver", waits, 1, holder, "wait")), None
         for installed in matching:
@@ -201,7 +189,7 @@ class RequestFaults:
         faults = {i.fault.kind: i.fault for i in matching}
         for kind in ("drop", "answer"):  # they end the request here, whatever else is set
             if kind in faults:
-                if kind == "answer" and flag & FLAG_ONEWAY:
+                if kind == "answer" and codec.is_oneway(flag):
                     return Verdict("drop", fault=faults[kind]), None  # a oneway request gets no answer
                 return Verdict(kind, fault=faults[kind]), None
         delay = _delay(faults.get("delay"), rng) + waits
@@ -212,7 +200,7 @@ class RequestFaults:
         acting = slow or faults.get("delay") or faults.get("duplicate")
         verdict = Verdict("deliver", delay, 2 if "duplicate" in faults else 1,
                           acting or (holder if waits else None), None if acting or not waits else "wait")
-        reply = None if flag & FLAG_ONEWAY else \
+        reply = None if codec.is_oneway(flag) else \
             (faults.get("drop-reply") or faults.get("reply") or faults.get("dialect"))
         return verdict, reply
 
@@ -230,119 +218,3 @@ def judge_reply(fault: RequestFault, rng: random.Random) -> Verdict:
     if fault.kind == "dialect":
         return Verdict("rewrite", fault=fault)
     return Verdict("deliver", _delay(fault, rng), 1, fault)
-
-
-_BROKER_ADDRS = re.compile(rb'"brokerAddrs":\{[^{}]*\}')
-_UNQUOTED_KEY = re.compile(rb'(?<=[{,])(-?\d+):')
-_QUOTED_KEY = re.compile(rb'(?<=[{,])"(-?\d+)":')
-
-
-def rewrite_keys(body: bytes, keys: str) -> bytes:
-    """A JSON route (or cluster) body with every brokerAddrs object's keys written `keys`."""
-    if keys == "quoted":
-        return _BROKER_ADDRS.sub(lambda m: _UNQUOTED_KEY.sub(rb'"\1":', m.group(0)), body)
-    return _BROKER_ADDRS.sub(lambda m: _QUOTED_KEY.sub(rb"\1:", m.group(0)), body)
-
-
-def is_reply(flag: int) -> bool:
-    return bool(flag & FLAG_RESPONSE)
-
-
-# --- frames on a byte stream, for the socket relays ---------------------------------------------------
-
-_WORDS = struct.Struct(">ii")
-
-
-class Frame(NamedTuple):
-    """A whole remoting frame as it crossed the wire, and what its header says."""
-
-    data: bytes
-    code: int
-    flag: int
-    opaque: int
-    serialize_type: int
-
-
-class FrameCutter:
-    """Bytes in, pieces out: whole frames (Frame) when asked to cut, the bytes as they came
-    otherwise. It always knows where the frames begin, so it can start cutting at the next one
-    whenever a fault appears, and passes bytes through unbuffered while there is none. A stream
-    that is not remoting frames (a length or header that does not parse) is passed as it comes
-    from then on."""
-
-    def __init__(self):
-        self._buffer = bytearray()  # while cutting: the next frame, not yet whole
-        self._left = 0  # bytes of the current frame, passed uncut, still to come
-        self._partial = b""  # a frame's first bytes (fewer than 8), passed uncut
-        self.raw = False  # not a remoting stream: never cut
-
-    def feed(self, data: bytes, cut: bool) -> list[Frame | bytes]:
-        if self.raw:
-            return [data] if data else []
-        pieces: list[Frame | bytes] = []
-        if self._partial:  # its length is in the bytes that went before and these
-            need = 8 - len(self._partial)
-            if len(data) < need:
-                self._partial += data
-                return [data] if data else []
-            length, word = _WORDS.unpack(self._partial + data[:need])
-            if not _plausible(length, word & 0xFFFFFF):
-                self.raw = True
-                return [data]
-            self._left, self._partial = length + 4 - len(self._partial), b""
-        if self._left:  # the rest of a frame begun uncut
-            head, data = data[:self._left], data[self._left:]
-            self._left -= len(head)
-            pieces.append(head)
-        if not cut and not self._buffer:
-            return pieces + self._pass(data)
-        buf = self._buffer
-        buf += data
-        while len(buf) >= 8:
-            length, word = _WORDS.unpack_from(buf, 0)
-            header_length = word & 0xFFFFFF
-            if not _plausible(length, header_length):
-                return self._give_up(pieces)
-            if not cut:
-                data = bytes(buf)
-                buf.clear()
-                return pieces + self._pass(data)
-            if len(buf) < 8 + header_length:
-                break
-            try:
-                cmd = decode_header(word >> 24, bytes(buf[8:8 + header_length]))
-            except ProtocolError:
-                return self._give_up(pieces)
-            if len(buf) < length + 4:
-                break
-            pieces.append(Frame(bytes(buf[:length + 4]), cmd.code, cmd.flag, cmd.opaque, word >> 24))
-            del buf[:length + 4]
-        return pieces
-
-    def _pass(self, data: bytes) -> list[bytes]:
-        """`data` on as it is (it begins a frame), noting where its frames end."""
-        if not data:
-            return []
-        pos, size = 0, len(data)
-        while size - pos >= 8:
-            length, word = _WORDS.unpack_from(data, pos)
-            if not _plausible(length, word & 0xFFFFFF):
-                self.raw = True
-                return [data]
-            pos += length + 4
-        if pos >= size:
-            self._left = pos - size
-        else:
-            self._partial = data[pos:]
-        return [data]
-
-    def _give_up(self, pieces: list) -> list:
-        self.raw = True
-        if self._buffer:
-            pieces.append(bytes(self._buffer))
-            self._buffer.clear()
-        return pieces
-
-
-def _plausible(length: int, header_length: int) -> bool:
-    return 4 <= length and length + 4 <= FRAME_MAX_LENGTH and header_length <= length - 4
