@@ -5,6 +5,7 @@ decode, route-table update, reply) for a master broker:
 
   (a) first registration       a fresh processor every repetition
   (b) changed dataVersion      the same broker re-registering with the next dataVersion counter
+                               (the same topics: each is compared with the table, none applied)
   (c) unchanged dataVersion    the same broker re-registering with the stored dataVersion (the
                                30 s heartbeat of a broker whose topics did not change)
 
@@ -42,6 +43,7 @@ from nameserver.processor import DefaultRequestProcessor  # noqa: E402
 from nameserver.protocol import FrameDecoder, ResponseCode  # noqa: E402
 
 TARGET_APPLY_MS = 50.0
+TARGET_CHANGED_MS = 10.0  # Java 4.9.8: 7.9-10.1 ms for the same JSON frames, on one core
 TARGET_UNCHANGED_MS = 1.0
 TARGET_RSS_MB = 200.0
 
@@ -151,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
           f"(median / p90 of {args.repeat} repetitions)")
     cases = [
         ("first", "(a) first registration", TARGET_APPLY_MS),
-        ("changed", "(b) re-registration, dataVersion changed", TARGET_APPLY_MS),
+        ("changed", "(b) re-registration, dataVersion changed", TARGET_CHANGED_MS),
         ("unchanged", "(c) re-registration, dataVersion unchanged", TARGET_UNCHANGED_MS),
     ]
     busy0, own0, start = cpu_stat()[0], cpu_seconds(), time.perf_counter()

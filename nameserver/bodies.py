@@ -367,6 +367,15 @@ _JSON_ROWS = (msgspec.json.Decoder(_RowsBody), msgspec.json.Decoder(_RowsWrapper
 _MSGPACK_ROWS = (msgspec.msgpack.Decoder(_RowsBody), msgspec.msgpack.Decoder(_RowsWrapper))
 
 
+def as_topic_configs(table: Mapping[str, object]) -> dict[str, object]:
+    """A dict of the table, a registration's queue_rows made plain TopicConfigs (topicFilterType
+    and order at their defaults: the rows skip them), for code that wants records (the workshop's
+    learner process); other values as they are."""
+    return {name: row if type(row) is not _QueueRow else TopicConfig(
+        row.topic_name or name, row.read_queue_nums, row.write_queue_nums, row.perm, "SINGLE_TAG",
+        row.topic_sys_flag) for name, row in table.items()}
+
+
 def _rows_loader(body: bytes, decoders: tuple, legacy: bool, load_table):
     def load_rows() -> Mapping[str, object]:
         try:

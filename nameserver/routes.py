@@ -24,7 +24,8 @@ import logging
 from dataclasses import dataclass, field
 from typing import Mapping, NamedTuple
 
-from .java_order import DEFAULT_CAPACITY, concurrent_hashmap_order, grown_capacity, hashmap_order, hashset_order, long_hash, presized_capacity
+from .java_order import (DEFAULT_CAPACITY, concurrent_hashmap_order, grown_capacity, hashmap_order,
+                         hashset_order, long_hash, presized_capacity, string_hash_once)
 from .protocol.codes import FLAG_UNIT, FLAG_UNIT_SUB, PERM_READ, PERM_WRITE
 
 log = logging.getLogger("nameserver.routes")
@@ -349,8 +350,8 @@ class RouteInfoManager:
                     or held.topic_sys_flag != tc.topic_sys_flag):
                 changed.append((name, tc))
         if len(fresh) > 1:
-            changed.extend((name, fresh[name]) for name in concurrent_hashmap_order(name for name, _ in topic_configs)
-                           if name in fresh)
+            order = concurrent_hashmap_order((name for name, _ in topic_configs), hash=string_hash_once)
+            changed.extend((name, fresh[name]) for name in order if name in fresh)
         else:
             changed.extend(fresh.items())
         if not changed:
@@ -367,7 +368,9 @@ class RouteInfoManager:
             if queue_data is None:
                 queue_data = QueueData(broker_name, *fields)
                 queue_data = by_fields[fields] = pool.setdefault(queue_data, queue_data)
-            topic = tc.topic_name or name
+            # The key object when the name is the same: the table, and the hash memo its order
+            # was computed with, then share one string.
+            topic = name if tc.topic_name in ("", name) else tc.topic_name
             queue_map = topic_queue_table.get(topic)
             if queue_map is None:
                 topic_queue_table[topic] = {broker_name: queue_data}

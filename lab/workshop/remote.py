@@ -25,6 +25,8 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
+from nameserver.bodies import as_topic_configs
+
 from .host import read_frame, write_frame
 from .override import WorkshopError
 
@@ -62,7 +64,7 @@ class _Requests(pickle.Pickler):
 
     def reducer_override(self, obj):
         if isinstance(obj, Mapping) and not isinstance(obj, dict):  # a lazily decoded topic table
-            return dict, (dict(obj),)
+            return dict, (as_topic_configs(obj),)
         return NotImplemented
 
 
