@@ -20,7 +20,7 @@ from nameserver import cli as nameserver_cli
 # scenario need not load them.
 from .control import live
 from .config import ConfigError, load_config
-from .control.faults import LabControl, vocabulary
+from .control.actions import LabControl, vocabulary
 from .control.feed import EventFeed
 from .run import lifeline
 from .run.runner import RunOptions, collector_tuned_for_a_run, make_clock, run_cluster

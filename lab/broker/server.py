@@ -13,7 +13,7 @@ Kill: cancel run(); every connection is closed on the way out, so peers see the 
 Graceful stop: shutdown() — stop serving, UNREGISTER_BROKER to each NameServer, then stop.
 
 Events: broker.start {address, broker_name, broker_id, cluster, messages}; broker.stop {graceful};
-broker.register / broker.unregister (broker_outer_api.py); broker.replicate (ha.py);
+broker.register / broker.unregister (outer_api.py); broker.replicate (ha.py);
 broker.topic {topic, queues, perm, reason}; broker.consumers {group, clients, change};
 broker.permission {perm}.
 """

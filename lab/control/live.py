@@ -47,7 +47,7 @@ from chaos.faults import FaultError
 
 from lab.run.cluster import Cluster
 from lab.run.supervisor import StartError
-from .faults import LabControl, vocabulary
+from .actions import LabControl, vocabulary
 from .feed import EventFeed
 from .private import RuntimeDirError, describe_user, peer_uid, write_private
 from .private import runtime_dir as _runtime_dir

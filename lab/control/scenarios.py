@@ -25,7 +25,7 @@ from chaos.scenario import Scenario, ScenarioError, load_scenario
 
 from lab.control import expectations
 from lab.config import ConfigError, LabConfig, apply_overrides, apply_table
-from .faults import LabControl, validate, vocabulary
+from .actions import LabControl, validate, vocabulary
 from chaos.trio_internals import deterministic_scheduling
 from lab.run.runner import RunOptions, collector_tuned_for_a_run, make_clock, run_cluster
 from lab.run.topology import Topology, plan

@@ -147,7 +147,7 @@ def grid_label(grid: dict | None) -> str:
 
 
 def fault_targets(record: dict, nameservers: list[str]) -> list[str]:
-    """A chaos.fault's nodes (`all` of ns-down/ns-up: every NameServer, as lab/control/faults.py
+    """A chaos.fault's nodes (`all` of ns-down/ns-up: every NameServer, as lab/control/actions.py
     does), or every node of its partition groups."""
     nodes = list(record.get("nodes") or [])
     if record.get("verb") in ("ns-down", "ns-up") and nodes == ["all"]:

@@ -3,7 +3,7 @@ model, presets for toxics and topic growth. The result is always `nslab chaos` w
 
 from __future__ import annotations
 
-from lab.control.faults import vocabulary
+from lab.control.actions import vocabulary
 from .model import LabModel
 
 HELP = {spec.name: spec.help for spec in vocabulary().specs.values()}

@@ -34,7 +34,7 @@ from chaos.faults import Fault, FaultError
 
 from lab.control import live
 from ..config import LabConfig
-from lab.control.faults import vocabulary
+from lab.control.actions import vocabulary
 from lab.control.feed import EventFeed
 from chaos.trio_internals import deterministic_scheduling
 from lab.run.runner import RunOptions, make_clock, run_cluster

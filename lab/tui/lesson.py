@@ -56,7 +56,7 @@ def bundled_scenario(name: str | None):
         return None
     try:
         from chaos.scenario import load_scenario
-        from lab.control.faults import vocabulary
+        from lab.control.actions import vocabulary
         from lab.control.scenarios import find
         path = find(name)
         return load_scenario(path, vocabulary()) if path.exists() else None

@@ -15,7 +15,7 @@ from typing import Callable
 
 from lab.control import scenarios
 
-from . import outer_api, route_manager, selector, warmups
+from . import register_everywhere, route_manager, selector, warmups
 from .measure import disagreement_seconds, failed_sends_while_down, freeze_minus_kill, silence_before_removal
 
 HERE = Path(__file__).resolve().parent
@@ -136,7 +136,7 @@ COURSE = [
              tests=selector.TESTS, also=("blackholed-nameserver",), stateful=True),
     Exercise(12, "register-everywhere", "Build a broker's registration with every NameServer",
              "register-everywhere.toml", target="lab.broker.server:BrokerOuterAPI",
-             tests=outer_api.TESTS, also=("broker-graceful-shutdown",), adapt=outer_api.adapt, stateful=True,
+             tests=register_everywhere.TESTS, also=("broker-graceful-shutdown",), adapt=register_everywhere.adapt, stateful=True,
              in_process=True),
 ]
 

@@ -11,7 +11,7 @@ import trio
 from chaos.faults import FaultError
 from chaos.links import Links
 from chaos.request_faults import RequestFault, RequestFaults
-from lab.control.faults import vocabulary
+from lab.control.actions import vocabulary
 from lab.remoting.wire_codec import REMOTING, FrameCutter, rewrite_keys
 from lab.run.networks import sim_network, tcp_network
 from nameserver.client import RemotingClient, RemotingTimeoutError

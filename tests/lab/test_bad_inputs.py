@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from chaos.faults import FaultError, REQUEST_PARAMS, TOXIC_PARAMS
-from lab.control.faults import vocabulary
+from lab.control.actions import vocabulary
 from lab.run.fake_data import topic_names
 
 NSLAB = str(Path(sys.executable).with_name("nslab"))
@@ -79,7 +79,7 @@ def test_fault_parameters_are_checked_by_name_and_range(words, message):
 
 
 def test_grow_topics_is_bounded_before_it_is_applied():
-    from lab.control.faults import validate
+    from lab.control.actions import validate
     fault = vocabulary().parse_words(["grow-topics", "broker-a-0", "count=100000000"])  # was a MemoryError
     with pytest.raises(FaultError) as error:
         validate(fault, {"broker-a-0": "broker"}, {"broker-a"})

@@ -9,7 +9,7 @@ import pytest
 import trio
 
 from lab.config import LabConfig
-from lab.control.faults import LabControl
+from lab.control.actions import LabControl
 from lab.control.live import ControlServer
 from lab.run.runner import RunOptions, run_cluster
 

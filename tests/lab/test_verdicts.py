@@ -13,7 +13,7 @@ from lab.clients import producer as producer_module
 from lab.clients.route_cache import TopicPublishInfo
 from lab.config import LabConfig
 from lab.control import scenarios
-from lab.control.faults import LabControl, vocabulary
+from lab.control.actions import LabControl, vocabulary
 from lab.events import read_events
 from lab.run.runner import RunOptions, make_clock, run_cluster
 from nameserver.protocol import RemotingCommand, RequestCode, ResponseCode

@@ -192,7 +192,7 @@ def test_q_stops_every_node_and_leaves_nothing_running(tmp_path):
 def test_every_request_fault_preset_is_a_fault_the_vocabulary_reads():
     # What the toxic dialog offers on one request code: every kind, each a valid `nslab chaos` line.
     from chaos.request_faults import KINDS, RequestFault
-    from lab.control.faults import vocabulary
+    from lab.control.actions import vocabulary
     from lab.tui.chaos_menu import TOXICS
 
     parsed = [vocabulary().parse_words(["toxic", "broker-a-0", *words]).toxic for words in TOXICS.values()]
