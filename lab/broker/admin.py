@@ -2,7 +2,7 @@
 4.9.8): plain functions building each reply body from the broker's state and `now`. The trio edge
 and the request headers are lab/broker/server.py's.
 
-| code | request | body (fastjson, lab/broker/fastjson.py)                                         |
+| code | request | body (fastjson, nameserver/protocol/fastjson.py)                                 |
 | 17   | UPDATE_AND_CREATE_TOPIC      | none: the topic is created or changed, then registered      |
 | 26   | GET_BROKER_CONFIG            | `key=value\\n` properties text; extFields.version = DataVersion JSON |
 | 28   | GET_BROKER_RUNTIME_INFO      | KVTable {"table": {...}}: versions, put/get totals and TPS, ... |
@@ -21,7 +21,7 @@ and the request headers are lab/broker/server.py's.
 | 328  | GET_ALL_PRODUCER_INFO        | ProducerTableInfo: {"data": {group: [ProducerInfo]}}        |
 | 305  | GET_SYSTEM_TOPIC_LIST_FROM_BROKER | TopicList: the system topics, the cluster and broker names |
 
-Maps are written in the order Java's HashMap iterates them (fastjson.hash_order), MessageQueue keys
+Maps are written in the order Java's HashMap iterates them (java_maps.hash_order), MessageQueue keys
 as JSON objects, as a 4.9.8 broker writes them.
 """
 
@@ -33,11 +33,12 @@ import shutil
 from typing import Callable, Iterable, Mapping
 
 from nameserver.bodies import data_version_to_wire, topic_config_to_wire
-from nameserver.protocol import fastjson as nameserver_fastjson
+from nameserver.protocol import fastjson
+from nameserver.protocol.fastjson import Bean, JMap, java_double
 from nameserver.routes import DataVersion, TopicConfig
 
 from .consumer_manager import ClientChannelInfo, ConsumerGroupInfo, ConsumerManager
-from .fastjson import Bean, JMap, hash_map, hash_order, java_double, message_queue_hash
+from .java_maps import hash_map, hash_order, message_queue_hash
 from .stats import BrokerStats
 from .store import MessageStore
 from .topic_config import AUTO_CREATE_TOPIC_KEY_TOPIC
@@ -134,7 +135,7 @@ def properties_text(properties: Mapping[str, object]) -> str:
 
 def data_version_json(version: DataVersion) -> str:
     """Configuration.getDataVersionJson: DataVersion as plain fastjson writes it."""
-    return nameserver_fastjson.dumps(data_version_to_wire(version), standard=False)
+    return fastjson.dumps(data_version_to_wire(version), standard=False)
 
 
 # --- GET_BROKER_RUNTIME_INFO (28) ---------------------------------------------------------------------

@@ -26,11 +26,11 @@ from typing import TYPE_CHECKING, Callable
 import trio
 
 from nameserver import bodies
-from nameserver.protocol import RemotingCommand, ResponseCode
+from nameserver.protocol import RemotingCommand, ResponseCode, fastjson
 from nameserver.routes import DataVersion
 from lab.remoting.epoch import epoch_ms
 
-from . import admin, broker_config_keys, fastjson
+from . import admin, broker_config_keys
 from .subscription_group import SubscriptionGroupConfig, SubscriptionGroupManager
 
 if TYPE_CHECKING:

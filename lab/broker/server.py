@@ -31,12 +31,12 @@ import trio
 
 from nameserver import bodies
 from nameserver.connection import Connection, close_idle_channels, remote_address
-from nameserver.protocol import RemotingCommand, RequestCode, ResponseCode, SerializeType
+from nameserver.protocol import RemotingCommand, RequestCode, ResponseCode, SerializeType, fastjson
 from nameserver.protocol.codes import FAQ_URL_NO_ROUTE, PERM_READ, PERM_WRITE
 from nameserver.routes import DataVersion, TopicConfig
 from nameserver.tcp import AcceptFailures, accept_forever
 
-from . import admin, fastjson
+from . import admin
 from .admin_processor import AdminProcessor
 from .outer_api import BrokerIdentity, BrokerOuterAPI
 from .consumer_manager import ConsumerManager, parse_heartbeat_body

@@ -15,9 +15,10 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from nameserver.bodies import data_version_to_wire
+from nameserver.protocol.fastjson import Bean
 from nameserver.routes import DataVersion
 
-from .fastjson import Bean, hash_map, hash_order
+from .java_maps import hash_map, hash_order
 
 # MixAll's group names, in the order SubscriptionGroupManager.init puts them; the last four are
 # created with consumeBroadcastEnable=true (the default anyway).

@@ -1,6 +1,6 @@
 """ConsumerRunningInfo (4.9.8): what a consumer says of itself when a broker forwards mqadmin's
 GET_CONSUMER_RUNNING_INFO (consumerStatus) to it. Pure: the consumer's state and `now_ms` in, the
-body's bean out (fastjson's text: lab/broker/fastjson.py).
+body's bean out (fastjson's text: nameserver/protocol/fastjson.py).
 
 Java's body: `properties` (the consumer's settings, and the PROP_* keys consumerStatus reads),
 `subscriptionSet` (a TreeSet ordered by "topic@subString"), `mqTable` (a TreeMap of MessageQueue ->
@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping
 
-from lab.broker.fastjson import Bean, JMap, encode, hash_map
+from lab.broker.java_maps import hash_map
+from nameserver.protocol.fastjson import Bean, JMap, encode
 
 __all__ = ["consumer_running_info", "encode"]
 

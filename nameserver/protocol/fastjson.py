@@ -3,11 +3,19 @@
 Two quirks matter on the wire. fastjson writes a Map with non-String keys with the keys *unquoted*
 (`{0:"10.0.0.5:10911"}`), which is not JSON; RocketMQ 4.9.4+ switches to quoted keys, sorted maps
 and \\uXXXX escapes (BrowserCompatible) for new clients. And readers must accept both.
+
+The one writer for every body nslab sends, the NameServer's and the broker's admin bodies
+(lab/broker/admin.py): a dict (or Bean) is a Java bean, its fields sorted and null fields left out;
+a JavaMap a Java map in its iteration order; a JMap a map whose keys need not be hashable (a
+MessageQueue bean as the key of ConsumeStats' offsetTable, written as a JSON object:
+`{{"brokerName":…}:{…}}`, not JSON, but what every RocketMQ tool parses); a float as Java's
+Double.toString (`0.0`, `12.5`, `1.0E-4`).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 
 
@@ -18,6 +26,35 @@ class JavaMap(dict):
     dict stands for a bean, or for a map whose order nslab does not emulate, and is always sorted."""
 
     __slots__ = ()
+
+
+class Bean(dict):
+    """A Java object: its fields sorted, None fields left out (what a plain dict is too; the name
+    says which a broker's admin body means)."""
+
+    __slots__ = ()
+
+
+class JMap(list):
+    """A Java map as (key, value) pairs in its iteration order, for keys a dict cannot hold (a bean):
+    each key written as a value is (a string quoted, a number bare, a bean as an object), and a None
+    value as null."""
+
+    __slots__ = ()
+
+
+def java_double(x: float) -> str:
+    """Double.toString: plain decimals in [1e-3, 1e7), else d.dddE±n; always a fraction digit."""
+    if math.isnan(x) or math.isinf(x):
+        return "null"  # fastjson writes a non-finite double as null
+    if x == 0:
+        return "-0.0" if math.copysign(1, x) < 0 else "0.0"
+    if 1e-3 <= abs(x) < 1e7:
+        text = repr(float(x))
+        return text if "e" not in text else f"{x:.17f}".rstrip("0")
+    mantissa, _, exponent = f"{x:.16e}".partition("e")
+    digits = repr(float(f"{float(mantissa):.15g}"))  # shortest mantissa that reads back
+    return f"{digits}E{int(exponent)}"
 
 
 # fastjson 1.2.x SerializeWriter.writeStringWithDoubleQuote, IOUtils.specicalFlags_doubleQuotes and
@@ -76,6 +113,11 @@ def dumps(obj: object, *, standard: bool = True) -> str:
     return "".join(out)
 
 
+def encode(obj: object) -> bytes:
+    """RemotingSerializable.encode: fastjson's default text (standard=False) in UTF-8."""
+    return dumps(obj, standard=False).encode()
+
+
 def _write(obj: object, out: list[str], quote, standard: bool) -> None:
     if isinstance(obj, str):
         out.append(quote(obj))
@@ -85,8 +127,19 @@ def _write(obj: object, out: list[str], quote, standard: bool) -> None:
         out.append("false")
     elif obj is None:
         out.append("null")
-    elif isinstance(obj, (int, float)):
-        out.append(repr(obj) if isinstance(obj, float) else str(obj))
+    elif isinstance(obj, int):
+        out.append(str(obj))
+    elif isinstance(obj, float):
+        out.append(java_double(obj))
+    elif isinstance(obj, JMap):
+        out.append("{")
+        for i, (key, value) in enumerate(obj):
+            if i:
+                out.append(",")
+            _write(key, out, quote, standard)
+            out.append(":")
+            _write(value, out, quote, standard)
+        out.append("}")
     elif isinstance(obj, dict):
         out.append("{")
         first = True
@@ -106,7 +159,7 @@ def _write(obj: object, out: list[str], quote, standard: bool) -> None:
             out.append(":")
             _write(value, out, quote, standard)
         out.append("}")
-    elif isinstance(obj, (list, tuple)):
+    elif isinstance(obj, (list, tuple)):  # not a set: it has no order; a HashSet comes as a list in Java's
         out.append("[")
         for i, item in enumerate(obj):
             if i:

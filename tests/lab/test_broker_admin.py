@@ -27,8 +27,9 @@ import pytest
 import trio
 
 from lab.broker import admin
-from lab.broker.fastjson import (Bean, JMap, dumps, hash_order, java_double, message_queue_hash,
-                                 string_hash)
+from lab.broker.java_maps import hash_order, message_queue_hash
+from nameserver.java_order import string_hash
+from nameserver.protocol.fastjson import Bean, JMap, encode, java_double
 from nameserver.protocol import RequestCode, ResponseCode, SerializeType
 from nameserver.routes import TopicConfig
 
@@ -354,6 +355,6 @@ def test_hash_order_is_bucket_then_insertion_order():
 def test_fastjson_text():
     mq = Bean(topic="T", queueId=1, brokerName="b")
     value = Bean(offsetTable=JMap([(mq, Bean(b=1, a=None))]), consumeTps=0.0, name="ü\"\n")
-    assert dumps(value) == '{"consumeTps":0.0,"name":"ü\\"\\n","offsetTable":{{"brokerName":"b","queueId":1,"topic":"T"}:{"b":1}}}'
+    assert encode(value).decode() == '{"consumeTps":0.0,"name":"ü\\"\\n","offsetTable":{{"brokerName":"b","queueId":1,"topic":"T"}:{"b":1}}}'
     assert [java_double(x) for x in (0.0, 12.5, 1 / 3, 1e-4, 1.5e7, 100.0)] == [
         "0.0", "12.5", "0.3333333333333333", "1.0E-4", "1.5E7", "100.0"]
