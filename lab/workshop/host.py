@@ -9,11 +9,13 @@ Frames are 4-byte big-endian lengths + pickle. Requests (from the checker, trust
   ("load",) | ("new", args, kwargs) | ("call", obj, method, args, kwargs, copy_back) |
   ("next", gen) | ("attrs", obj, names) | ("setattr", obj, name, value) | ("reply", value)
 Answers: ("ok", value, copied_back) | ("gen", id) | ("done",) | ("raised", type, message, frames,
-file, line) | ("callback", id, args) | ("loaded", kind, methods).
+file, line) | ("callback", id, args) | ("loaded", kind, methods); and, while a call runs, ("callback", handle, method, args) or
+("attr", handle, name): the learner's code using one of the checker's objects.
 """
 
 from __future__ import annotations
 
+import builtins
 import importlib
 import importlib.abc
 import inspect
@@ -110,7 +112,17 @@ class Handle:
         self.ref, self._host = ref, host
 
     def __call__(self, *args):
-        return self._host.callback(self.ref, args)
+        return self._host.callback(self.ref, None, args)
+
+    def __getattr__(self, name):
+        """A method of the checker's object (an index's increment_and_get, ...) is called there; a
+        plain attribute's value is read from there."""
+        if name.startswith("__"):
+            raise AttributeError(name)
+        callable_, value = self._host.ask_checker("attr", self.ref, name)
+        if not callable_:
+            return value
+        return lambda *args: self._host.callback(self.ref, name, args)
 
     def __repr__(self) -> str:
         return f"<lab object {self.ref}>"
@@ -156,9 +168,17 @@ class Host:
             self.handles[ref] = Handle(ref, self)
         return self.handles[ref]
 
-    def callback(self, ref: int, args: tuple):
-        self.send("callback", ref, args)
-        return self.receive()[1]
+    def callback(self, ref: int, method: str | None, args: tuple):
+        return self.ask_checker("callback", ref, method, args)
+
+    def ask_checker(self, *message):
+        """The learner's code used one of the checker's objects: the checker answers ("reply", value)."""
+        self.send(*message)
+        reply = self.receive()
+        if reply[0] == "error":
+            kind = getattr(builtins, reply[1], None)
+            raise (kind if isinstance(kind, type) and issubclass(kind, Exception) else RuntimeError)(reply[2])
+        return reply[1]
 
     @staticmethod
     def unwrap(value):

@@ -120,7 +120,8 @@ class Child:
         self.output = tempfile.TemporaryFile()  # what the learner's code prints, shown as theirs
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "lab.workshop.host", str(to_child), str(from_child), str(path), name, target],
+            [sys.executable, "-m", "lab.workshop.host", str(to_child), str(from_child), str(path.resolve()), name,
+             target],
             pass_fds=(to_child, from_child), stdin=subprocess.DEVNULL, stdout=self.output, stderr=self.output,
             env=env, cwd=str(ROOT))
         os.close(to_child)
@@ -188,6 +189,20 @@ class Child:
         except pickle.UnpicklingError as e:
             raise TypeError(str(e)) from None
 
+    def _serve(self, request) -> None:
+        """The learner's code called one of the checker's objects, or read one of its attributes (a
+        method is called back later). What that raises is raised there, in the learner's code."""
+        try:
+            target = self.objects[request[1]]
+            if request[0] == "attr":
+                value = getattr(target, request[2])
+                reply = ("reply", (True, None) if callable(value) else (False, value))
+            else:
+                reply = ("reply", (target if request[2] is None else getattr(target, request[2]))(*request[3]))
+        except Exception as e:
+            reply = ("error", type(e).__name__, str(e))
+        self.send(reply)
+
     def ask(self, *message):
         """One request; callbacks asked for meanwhile are answered here. Returns the answer tuple."""
         if self.dead:
@@ -198,8 +213,8 @@ class Child:
             self._read()  # says how it ended
         while True:
             answer = self._read(LOAD_TIMEOUT if message[0] == "load" else None)
-            if answer[0] == "callback":  # the learner's code called one of the checker's callables
-                self.send(("reply", self.objects[answer[1]](*answer[2])))
+            if answer[0] in ("callback", "attr"):
+                self._serve(answer)
                 continue
             if answer[0] == "lab-error":
                 raise RuntimeError(f"the checker could not start the process for your code (the lab's fault, "

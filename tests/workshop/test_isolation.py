@@ -59,3 +59,35 @@ def test_an_answer_cannot_run_code_in_the_checker(tmp_path):
     outcome, output = _check_11(tmp_path, payload)
     assert not outcome.ok
     assert "return plain data" in output, output
+
+
+class Counter:
+    def __init__(self, index: int):
+        self.index = index
+
+    def increment_and_get(self) -> int:
+        self.index += 1
+        return self.index
+
+
+def test_the_checkers_objects_work_in_the_learners_process(tmp_path):
+    """Exercise 6's index is the client's own object: the learner's code calls its methods there."""
+    mine = tmp_path / "mine.py"
+    mine.write_text("def pick(index, n):\n    return [index.increment_and_get() for _ in range(n)]\n"
+                    "def missing(index):\n    return index.no_such_method()\n")
+    function, child = remote.load(mine, "pick", "lab.clients.selection:select_one_message_queue")
+    try:
+        index = Counter(5)
+        assert function(index, 3) == [6, 7, 8] and index.increment_and_get() == 9
+    finally:
+        child.close()
+    broken, child = remote.load(mine, "missing", "lab.clients.selection:select_one_message_queue")
+    try:
+        try:
+            broken(Counter(0))
+        except AttributeError as e:  # raised in the learner's code, with their frame
+            assert "no_such_method" in str(e) and "mine.py" in e.learner_traceback[3]
+        else:
+            raise AssertionError("a missing method of the checker's object raises in the learner's code")
+    finally:
+        child.close()

@@ -1,5 +1,5 @@
 """A closed channel no broker registered on removes nothing — 4.9.8 falls back to the peer's address.
-expect-fail: test_same_as_the_lab_on_random_requests
+expect-fail: test_tables_follow_4_9_8_on_generated_requests
 expect-not: test_closed_channel_removes_its_broker
 """
 
