@@ -195,7 +195,11 @@ class Host:
         frames = frames or traceback.extract_tb(error.__traceback__)[-1:]
         last = frames[-1] if frames else None
         text = "".join(traceback.format_list(frames)).rstrip()
-        self.send("raised", type(error).__name__, str(error), text, last.filename if last else "",
+        message = str(error)
+        if isinstance(error, AttributeError) and ("can't set attribute" in message or "has no setter" in message):
+            message += (" — the lab's record types (RegisterBrokerResult, QueueData, DataVersion, ...) are "
+                        "immutable: build a new one, e.g. result._replace(first=True)")
+        self.send("raised", type(error).__name__, message, text, last.filename if last else "",
                   last.lineno if last else 0)
 
     def load(self) -> None:

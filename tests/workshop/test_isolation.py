@@ -91,3 +91,18 @@ def test_the_checkers_objects_work_in_the_learners_process(tmp_path):
             raise AssertionError("a missing method of the checker's object raises in the learner's code")
     finally:
         child.close()
+
+
+def test_setting_a_field_of_a_record_is_explained_as_immutable(tmp_path):
+    mine = tmp_path / "mine.py"
+    mine.write_text("from lab.workshop.interfaces import RegisterBrokerResult\n"
+                    "def f():\n    result = RegisterBrokerResult()\n    result.first = True\n")
+    function, child = remote.load(mine, "f", "nameserver.routes:expired_brokers")
+    try:
+        function()
+    except AttributeError as e:
+        assert "immutable" in str(e) and "_replace" in str(e), str(e)
+    else:
+        raise AssertionError("setting a field of a NamedTuple raises")
+    finally:
+        child.close()
