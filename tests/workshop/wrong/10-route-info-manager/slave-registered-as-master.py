@@ -1,5 +1,5 @@
 """Every registration goes under id 0: a slave takes its master's place in brokerAddrTable.
-expect-fail: test_tables_follow_4_9_8_on_generated_requests
+expect-fail: test_a_slave_learns_its_master
 """
 
 from _reference_10 import Reference
