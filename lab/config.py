@@ -18,7 +18,7 @@ import re
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
-from chaos.scenario import read_toml
+from chaos.toml_files import read_toml
 from nameserver.config import parse_duration
 
 

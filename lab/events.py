@@ -179,7 +179,7 @@ def scan_stream(stream: BinaryIO, size: int) -> LogScan:
     if problem is None and end < size:  # the unpacker waits for the rest of a record that never came
         problem = f"truncated: the last record is cut off at byte {end}"
     if not size:
-        problem = "empty: not a single record"
+        problem = "empty: no event records"
     elif not records or records[0].get("kind") != "run.start":
         problem = "not an event log: it does not begin with run.start"
     elif problem is None and not any(r.get("kind") == "run.end" for r in reversed(records)):

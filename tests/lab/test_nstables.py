@@ -48,6 +48,12 @@ def apply(rim: RouteInfoManager, op, now: float) -> None:
         rim.wipe_write_perm_of_broker(args[0])
 
 
+def _unordered_dels(record: dict) -> dict:
+    def sort(rows):
+        return sorted(rows) if isinstance(rows, list) else {k: sort(v) for k, v in rows.items()}
+    return {**record, **({"del": sort(record["del"])} if "del" in record else {})}
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.lists(_ops, max_size=30))
 def test_records_of_rows_merged_are_the_nameservers_tables(ops):
@@ -63,8 +69,9 @@ def test_records_of_rows_merged_are_the_nameservers_tables(ops):
         apply(rim, op, now)
         touched = rim.take_changes()
         record = row_changes(written, rim, touched)
-        # The lab's rows are those comparing every row finds (the workshop's way), no fewer.
-        assert record == row_changes(written, rim, None), op
+        # The lab's rows are those comparing every row finds (the workshop's way), no fewer; rows
+        # deleted may come in another order (a scan removes in its own order), which no reader sees.
+        assert _unordered_dels(record) == _unordered_dels(row_changes(written, rim, None)), op
         merge_tables(written, record, name_sets=True)
         record = msgpack.unpackb(msgpack.packb(record), raw=False)  # as a reader gets it from the log
         merge_tables(read, record)
