@@ -379,6 +379,9 @@ def list_scenarios(args: argparse.Namespace) -> int:
 def run_chaos(args: argparse.Namespace) -> int:
     if not args.words:
         return _fail("chaos", "say what to do, e.g. `nslab chaos status` or `nslab chaos kill broker-a-0`")
+    # Ctrl-C must reach this command even when it was started with SIGINT ignored (as a shell's
+    # background job is, or a child of a process that ignores it): Python then installs no handler.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         reply = live.send(args.words, args.lab)
     except (live.LiveError, OSError) as e:

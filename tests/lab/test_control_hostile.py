@@ -328,8 +328,11 @@ def test_the_same_checks_hold_under_xdg_runtime_dir(tmp_path, monkeypatch, capsy
 
 
 
-def test_ctrl_c_on_nslab_chaos_before_the_answer_says_so_in_one_line(tmp_path):
-    """A lab slow to answer (a restart under way, say): Ctrl-C leaves without a traceback."""
+@pytest.mark.parametrize("inherited", ["default", "ignored"])
+def test_ctrl_c_on_nslab_chaos_before_the_answer_says_so_in_one_line(tmp_path, inherited):
+    """A lab slow to answer (a restart under way, say): Ctrl-C leaves without a traceback — also
+    when nslab chaos was started with SIGINT ignored (a shell's background job; a test suite whose
+    process ignored it once), where Python installs no handler of its own."""
     import signal
 
     env = {**os.environ, "XDG_RUNTIME_DIR": str(tmp_path)}
@@ -339,8 +342,9 @@ def test_ctrl_c_on_nslab_chaos_before_the_answer_says_so_in_one_line(tmp_path):
         slow.bind(str(folder / "1.sock"))
         slow.listen()
         (folder / "1.json").write_text(json.dumps({"pid": os.getpid(), "socket": str(folder / "1.sock")}))
+        ignore = (lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if inherited == "ignored" else None
         client = subprocess.Popen([NSLAB, "chaos", "restart", "broker-a-0"], env=env, stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, text=True)
+                                  stderr=subprocess.PIPE, text=True, preexec_fn=ignore)
         slow.settimeout(30)
         conn, _ = slow.accept()
         with conn:
