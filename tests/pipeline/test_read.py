@@ -107,7 +107,7 @@ SIZES = [len(msgpack.packb(r)) for r in crash_log().records]
     (SOUND[:-SIZES[-1]], "incomplete: no run.end (the run was cut short)"),
     (random.Random(5).randbytes(3000), "not an event log: it does not begin with run.start"),
     (SOUND[SIZES[0]:], "not an event log: it does not begin with run.start"),
-    (b"", "empty: not a single record"),
+    (b"", "empty: no event records"),
 ])
 def test_scan_events_says_what_is_wrong_with_a_log(content, problem):
     records, found = scan_events(content)
