@@ -38,7 +38,18 @@ EXIT_VALID, EXIT_INVALID, EXIT_UNKNOWN = 0, 1, 2
 
 
 def bundled() -> list[Path]:
-    return sorted(BUNDLED.glob("*.toml"))
+    """The bundled library the seed gate, the benchmarks and `nslab scenarios` run simulated: every
+    scenario but the app-*.toml ones (app_scenarios)."""
+    return sorted(p for p in BUNDLED.glob("*.toml") if not p.stem.startswith(APP_PREFIX))
+
+
+APP_PREFIX = "app-"
+
+
+def app_scenarios() -> list[Path]:
+    """The bundled app scenarios (issue 39): a real application under chaos, over sockets at real
+    time; `nslab run app-NAME --app CMD`. No simulated run can play them, so bundled() leaves them out."""
+    return sorted(BUNDLED.glob(f"{APP_PREFIX}*.toml"))
 
 
 def find(name_or_path: str) -> Path:
@@ -48,7 +59,7 @@ def find(name_or_path: str) -> Path:
     candidate = BUNDLED / f"{name_or_path}.toml"
     if candidate.exists():
         return candidate
-    names = ", ".join(p.stem for p in bundled())
+    names = ", ".join(p.stem for p in bundled() + app_scenarios())
     raise ScenarioError(f"no scenario {name_or_path!r}: give a .toml file or one of: {names}")
 
 
@@ -264,4 +275,4 @@ async def run_async(prepared: Prepared, options: RunOptions, *, on_result=None, 
     return verdict
 
 
-__all__ = ["ConfigError", "Play", "ScenarioError", "Verdict", "bundled", "find", "live_play", "prepare", "run"]
+__all__ = ["ConfigError", "Play", "ScenarioError", "Verdict", "app_scenarios", "bundled", "find", "live_play", "prepare", "run"]
