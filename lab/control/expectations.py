@@ -14,6 +14,7 @@ from chaos.checks import Check
 from chaos.scenario import ExpectSpec, Scenario
 
 from lab.config import LabConfig, parse_duration
+from lab.control import app_expectations
 from lab.run.nstables import merge_tables
 from lab.run.topology import Topology
 
@@ -721,6 +722,9 @@ def _build_one(scenario: Scenario, spec: ExpectSpec, config: LabConfig, topology
         away = node("away_from", "nameserver") if "away_from" in p else None
         start, end = window()
         check = NameserverSwitch(spec, view, away_from=away, start=start, end=end)
+    elif kind in app_expectations.TYPES:  # a real application's app.* records (issue 39, docs/apps.md)
+        check = app_expectations.build_one(kind, spec.name, take=take, duration=duration, number=number,
+                                           window=window, error=error, topology=topology, phased="phase" in p)
     elif kind == "queues_balanced":
         start, end = window()
         check = QueuesBalanced(spec, view, queues={t: c.write_queue_nums for t, c in topology.topics.items()},
@@ -736,4 +740,4 @@ def _build_one(scenario: Scenario, spec: ExpectSpec, config: LabConfig, topology
 
 TYPES = ("broker_removed", "no_stale_broker", "send_success_rate", "all_acked_consumed", "duplicates",
          "nameservers_agree", "new_client", "sends_avoid", "consumed_from", "broker_kept", "nameserver_switch",
-         "queues_balanced")
+         "queues_balanced") + app_expectations.TYPES
