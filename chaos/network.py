@@ -20,7 +20,7 @@ import logging
 import math
 import random
 from collections import deque
-from typing import Awaitable, Callable, Iterable, NamedTuple
+from typing import Awaitable, Callable, Iterable, NamedTuple, Protocol
 
 import trio
 
@@ -28,13 +28,32 @@ import trio
 from .clock import Timers, timer_source
 from .links import Links, Size, Toxic
 from .request_faults import PASS, RequestFault, Verdict, judge_reply
-from .wire_codec import WireCodec
+from .wire_codec import Frame, WireCodec
 
 log = logging.getLogger("chaos.network")
 
 
 # Accepts on a listener for ever, handing each stream to the callable; the str names it in logs.
 AcceptLoop = Callable[[trio.abc.Listener, Callable[[trio.abc.Stream], object], str], Awaitable[None]]
+
+
+class LinkWatch(Protocol):
+    """One relayed connection's frames, for whoever builds the network (TcpNetwork.link_watch)."""
+
+    def sent(self, src: str, dst: str, frame: Frame) -> Frame:
+        """A frame src sent towards dst, before any fault acts on it: the frame to pass on (this
+        one, or one rewritten by the codec that cut it)."""
+
+    def arrived(self, src: str, dst: str, frame: Frame) -> None:
+        """A frame (as `sent` returned it, or an answer a fault gave in the peer's stead) written
+        to dst: what dst received, when it did."""
+
+    def ended(self, src: str, dst: str) -> None:
+        """src has closed its end (its EOF, or a reset): nothing more comes from it. Its close may
+        still wait in the link (a partition holds it, as TCP would hold a FIN)."""
+
+    def closed(self) -> None:
+        """The connection has ended, either side."""
 
 
 class Unreachable(OSError):
@@ -625,6 +644,10 @@ class TcpNetwork(Network):
         # The relays' accept loop, given by the lab (nameserver.tcp's: it outlasts a full descriptor
         # table, with a bounded log); a network that relays nothing needs none.
         self.accept_loop = accept_loop
+        # Given by the lab for links it wants to see frame by frame (an application's, lab/apps): for
+        # a connection on the link src -> dst, a LinkWatch or None. Its links are always cut into
+        # frames, and the watch sees each one (and may rewrite it) as it leaves and as it arrives.
+        self.link_watch: Callable[[str, str], LinkWatch | None] | None = None
 
     async def listen(self, node: str, port: int = 0) -> tuple[trio.abc.Listener, str]:
         listeners = await trio.open_tcp_listeners(port, host=self.host, backlog=1024)
@@ -673,6 +696,7 @@ class TcpNetwork(Network):
         conn = _RelayedConnection(inbound, outbound)
         self._track(src, conn)
         self._track(dst, conn)
+        watch = self.link_watch(src, dst) if self.link_watch is not None else None
         # A channel per direction, bounded: it pushes back on the sender as a full TCP window
         # would. Each direction's reader may also answer a request in the peer's stead, on the
         # other direction's channel, so the answer goes out between whole frames.
@@ -683,19 +707,24 @@ class TcpNetwork(Network):
             with conn.scope:
                 async with trio.open_nursery() as pumps:
                     done = pumps.cancel_scope
-                    pumps.start_soon(self._read, inbound, src, dst, to_dst, to_src.clone(), reply_faults)
-                    pumps.start_soon(self._read, outbound, dst, src, to_src, to_dst.clone(), reply_faults)
-                    pumps.start_soon(self._write, from_src, outbound, src, dst, done)
-                    pumps.start_soon(self._write, from_dst, inbound, dst, src, done)
+                    pumps.start_soon(self._read, inbound, src, dst, to_dst, to_src.clone(), reply_faults, watch)
+                    pumps.start_soon(self._read, outbound, dst, src, to_src, to_dst.clone(), reply_faults, watch)
+                    pumps.start_soon(self._write, from_src, outbound, src, dst, done, watch)
+                    pumps.start_soon(self._write, from_dst, inbound, dst, src, done, watch)
         finally:
             self._untrack(src, conn)
             self._untrack(dst, conn)
+            if watch is not None:
+                watch.closed()
             await trio.aclose_forcefully(inbound)
             await trio.aclose_forcefully(outbound)
 
-    async def _read(self, source, src: str, dst: str, send, answer, reply_faults: dict) -> None:
+    async def _read(self, source, src: str, dst: str, send, answer, reply_faults: dict,
+                    watch: LinkWatch | None = None) -> None:
         """Chunks from src, on to dst's writer. While request faults are on, whole frames, each
-        judged: dropped, delayed, sent twice, or answered on `answer` (back to src)."""
+        judged: dropped, delayed, sent twice, or answered on `answer` (back to src). A watched
+        connection is always cut: the watch sees each frame as it leaves (and may rewrite it),
+        and the frame goes with its bytes to the writer, which shows it again as it arrives."""
         cutter = self.codec.cutter() if self.codec is not None else None
         async with send, answer:
             while True:
@@ -704,33 +733,42 @@ class TcpNetwork(Network):
                 except (trio.BrokenResourceError, trio.ClosedResourceError):
                     data = b""
                 if not data:
+                    if watch is not None:
+                        watch.ended(src, dst)
                     await send.send(None)  # the writer ends the connection once what came before is out
                     return
                 now = trio.current_time()
-                for piece in cutter.feed(data, cut=bool(self.links.requests)) if cutter else (data,):
+                faults = bool(self.links.requests)
+                for piece in cutter.feed(data, cut=faults or watch is not None) if cutter else (data,):
                     if isinstance(piece, bytes):
-                        await send.send((now, piece, 0.0))
+                        await send.send((now, piece, 0.0, None))
                         continue
-                    verdict = self._judged(src, dst, piece.code, piece.flag, piece.opaque, reply_faults)
+                    seen = None
+                    if watch is not None:
+                        piece = seen = watch.sent(src, dst, piece)
+                    verdict = self._judged(src, dst, piece.code, piece.flag, piece.opaque, reply_faults) \
+                        if faults or watch is None else PASS
                     if verdict.action == "answer":
                         try:
                             reply = self.codec.answer_frame(piece, verdict.fault.answer_code(), verdict.fault.remark or None)
-                            await answer.send((now, reply, 0.0))
+                            frame = self.codec.cutter().feed(reply, cut=True)[0] if watch is not None else None
+                            await answer.send((now, reply, 0.0, frame))
                         except (trio.BrokenResourceError, trio.ClosedResourceError):
                             pass  # the other direction has ended: no answer to give
                     elif verdict.action == "rewrite":
-                        await send.send((now, self.codec.rewrite_frame(piece, verdict.fault.keys), 0.0))
+                        await send.send((now, self.codec.rewrite_frame(piece, verdict.fault.keys), 0.0, seen))
                     elif verdict.action == "deliver":
                         for _ in range(verdict.copies):
-                            await send.send((now, piece.data, verdict.delay))
+                            await send.send((now, piece.data, verdict.delay, seen))
 
-    async def _write(self, receive, sink, src: str, dst: str, done: trio.CancelScope) -> None:
+    async def _write(self, receive, sink, src: str, dst: str, done: trio.CancelScope,
+                     watch: LinkWatch | None = None) -> None:
         """Chunks to dst as the link src -> dst plans them: held, late, reset."""
         last = -math.inf
         async for item in receive:
             if item is None:
                 break
-            sent_at, data, late = item
+            sent_at, data, late, frame = item
             while True:
                 plan = self.links.plan(src, dst, len(data), self.rng)
                 if plan.action != "hold":
@@ -745,6 +783,8 @@ class TcpNetwork(Network):
                 await sink.send_all(data)
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 break
+            if frame is not None:
+                watch.arrived(src, dst, frame)
         done.cancel()  # EOF or reset on one side ends the whole relayed connection
 
 

@@ -25,6 +25,10 @@
     broker = "broker-a-0"
     within = "5s"
 
+    [[app]]                  # optional: an application under test, run beside the cluster; the
+    name = "app"             # lab reads its keys (lab/apps/spec.py), this module only collects them
+    command = "..."
+
 This module reads the structure; the lab checks configuration keys, node names and expectation
 types, and reports every error as FILE:LINE: KEY: what is wrong — before anything runs.
 """
@@ -40,7 +44,7 @@ from pathlib import Path
 from .faults import Fault, FaultError, Vocabulary
 from .toml_files import read_toml
 
-SCENARIO_SECTIONS = ("scenario", "timeline", "phase", "expect")
+SCENARIO_SECTIONS = ("scenario", "timeline", "phase", "expect", "app")
 MAX_DURATION = 7 * 86_400.0  # a scenario's length: a simulated week already takes the better part of an hour
 
 
@@ -90,6 +94,7 @@ class Scenario:
     timeline: list[Step] = field(default_factory=list)
     phases: list[Phase] = field(default_factory=list)
     expectations: list[ExpectSpec] = field(default_factory=list)
+    apps: list[dict] = field(default_factory=list)  # each [[app]] table, as written (the lab checks them)
 
     def locate(self, section: str, index: int | None = None, key: str | None = None) -> int:
         return locate(self.text, section, index, key)
@@ -208,6 +213,8 @@ def load_scenario(path: str | Path, vocabulary: Vocabulary, text: str | None = N
         if phase is not None and scenario.phase(phase) is None:
             raise scenario.error(f"no phase named {phase!r}", "expect", i, "phase")
         scenario.expectations.append(ExpectSpec(kind, {k: v for k, v in table.items() if k != "type"}, i))
+
+    scenario.apps = list(_tables(scenario, data, "app"))
     return scenario
 
 

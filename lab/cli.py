@@ -8,6 +8,7 @@ import json
 import math
 import signal
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -62,6 +63,13 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--sockets", action="store_true", help="real loopback sockets instead of the simulation")
     run.add_argument("--junit", type=Path, metavar="FILE", help="write JUnit XML for CI systems")
     run.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    run.add_argument("--app", action="append", default=[], metavar="[NAME=]CMD",
+                     help="run your RocketMQ application as a node of the lab (repeatable): CMD is split into "
+                          "words as a shell would (no shell runs it: write sh -c '...' if it needs one), {namesrv} "
+                          "in it and NAMESRV_ADDR in its environment are the NameServers' addresses through the "
+                          "lab's relays. It fills the scenario's [[app]] without a command, else is a new node "
+                          "named app, app-2, ... or NAME. Implies --sockets at real time; SIGTERM at the "
+                          "timeline's end, SIGKILL 10 s later; output in RUN_DIR/apps/ (or EVENTS.apps/)")
     _run_options(run)
     run.set_defaults(run=run_scenario)
 
@@ -317,11 +325,19 @@ def run_scenario(args: argparse.Namespace) -> int:
     from .control import scenarios
 
     try:
-        prepared = scenarios.prepare(args.scenario, seed=args.seed, overrides=args.set)
+        prepared = scenarios.prepare(args.scenario, seed=args.seed, overrides=args.set, apps=args.app)
     except (ScenarioError, ConfigError) as e:
         return _fail("run", e)
     scenario = prepared.scenario
+    if prepared.apps:  # an application runs over sockets (lab/apps)
+        args.sockets = True
     options = RunOptions(sim=not args.sockets, speed=args.speed, events_path=args.events, run_dir=args.run_dir)
+    if prepared.apps:
+        problem = scenarios.app_problem(prepared, options)
+        if problem is not None:
+            return _fail("run", problem)
+        from .apps.process import logs_dir
+        options.apps_dir = logs_dir(args.run_dir, args.events) or Path(tempfile.mkdtemp(prefix="nslab-apps-"))
     say = (lambda *a: None) if args.json else (lambda *a: print(*a, flush=True))
     say(f"scenario {scenario.name}: {scenario.teaches}")
     say(f"seed {prepared.seed}  (replay: nslab run {args.scenario} --seed {prepared.seed}"
@@ -329,6 +345,8 @@ def run_scenario(args: argparse.Namespace) -> int:
     say(f"mode {'sockets' if args.sockets else 'sim'}, {scenario.duration:g}s")
     if args.run_dir is not None and args.sockets:
         say(f"run dir {args.run_dir} (kept)")
+    for app in prepared.apps:
+        say(f"app {app.name}: {app.command}  (output in {options.apps_dir}/{app.name}.stdout, .stderr)")
     say("fault profile:")
     for line in scenario.profile() or ["(no faults)"]:
         say(f"  {line}")

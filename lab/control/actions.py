@@ -213,4 +213,4 @@ def validate(fault: Fault, nodes: dict[str, str], broker_names: set[str]) -> Non
             raise FaultError(f"grow-topics: count must be a whole number within 1..{MAX_GROWN_TOPICS}, not {count!r}")
     else:
         for name in fault.nodes + tuple(n for g in fault.groups for n in g):
-            need(name, "nameserver", "broker", "producer", "consumer")
+            need(name, "nameserver", "broker", "producer", "consumer", "app")  # app: lab/apps

@@ -23,8 +23,11 @@ from chaos.checks import Checker, Result, verdict
 from chaos.faults import Fault, FaultError
 from chaos.scenario import Scenario, ScenarioError, load_scenario
 
+from lab.apps import spec as app_spec
+from lab.apps.node import ROLE as APP_ROLE
+from lab.apps.spec import AppSpec
 from lab.control import expectations
-from lab.config import ConfigError, LabConfig, apply_overrides, apply_table
+from lab.config import ConfigError, LabConfig, apply_overrides, apply_table, parse_duration
 from .actions import LabControl, validate, vocabulary
 from chaos.trio_internals import deterministic_scheduling
 from lab.run.runner import RunOptions, collector_tuned_for_a_run, make_clock, run_cluster
@@ -69,13 +72,16 @@ class Prepared:
     config: LabConfig
     topology: Topology
     seed: int
+    # Applications under test (lab/apps): the scenario's [[app]] tables, then `--app` options. One
+    # without a command is a slot the command line must fill before the run (app_problem).
+    apps: list[AppSpec] = field(default_factory=list)
 
 
 def prepare(name_or_path: str, *, seed: int | None = None, overrides: list[str] = (),
-            text: str | None = None) -> Prepared:
-    """Everything a run needs, checked: config keys, node names, expectations. Raises ScenarioError
-    or ConfigError naming file, line and key. With `text`, the scenario is that text and
-    `name_or_path` only its name."""
+            text: str | None = None, apps: list[str] = ()) -> Prepared:
+    """Everything a run needs, checked: config keys, node names, expectations, apps. Raises
+    ScenarioError or ConfigError naming file, line and key. With `text`, the scenario is that text
+    and `name_or_path` only its name. `apps`: `--app` options ('CMD' or 'NAME=CMD')."""
     path = Path(name_or_path) if text is not None else find(name_or_path)
     scenario = load_scenario(path, vocabulary(), text)
     config = LabConfig()
@@ -86,6 +92,8 @@ def prepare(name_or_path: str, *, seed: int | None = None, overrides: list[str] 
     scenario.place(seed)
     topology = plan(config, seed)
     roles = topology.roles()
+    app_specs = _apps(scenario, roles, apps)
+    roles = {**roles, **{a.name: APP_ROLE for a in app_specs}}
     broker_names = {b.broker_name for b in topology.brokers}
     for step in scenario.timeline:
         try:
@@ -94,7 +102,51 @@ def prepare(name_or_path: str, *, seed: int | None = None, overrides: list[str] 
             key = "groups" if step.fault.groups else "node"
             raise scenario.error(str(e), "timeline", step.index, key) from None
     expectations.build(scenario, config, topology, expectations.ClusterView())  # validation only
-    return Prepared(scenario, config, topology, seed)
+    return Prepared(scenario, config, topology, seed, app_specs)
+
+
+def _apps(scenario: Scenario, roles: dict[str, str], options: list[str]) -> list[AppSpec]:
+    """The scenario's [[app]] tables and the `--app` options, checked: names unique, none a lab node's."""
+    declared = []
+    for i, table in enumerate(scenario.apps):
+        try:
+            spec = app_spec.from_table(table, parse_duration)
+        except app_spec.AppSpecError as e:
+            key, _, message = str(e).partition(": ")
+            raise scenario.error(message, "app", i, key if key in table else None) from None
+        if spec.name in roles:
+            raise scenario.error(f"{spec.name!r} is the name of a lab node ({roles[spec.name]}): "
+                                 "give the app another", "app", i, "name")
+        if any(a.name == spec.name for a in declared):
+            raise scenario.error(f"a second app named {spec.name!r}", "app", i, "name")
+        declared.append(spec)
+    try:
+        combined = app_spec.combine(declared, list(options))
+    except app_spec.AppSpecError as e:
+        raise ScenarioError(f"--app: {e}") from None
+    for spec in combined[len(declared):]:
+        if spec.name in roles:
+            raise ScenarioError(f"--app: {spec.name!r} is the name of a lab node ({roles[spec.name]}): "
+                                f"name the app another way, --app 'NAME=CMD'")
+    return combined
+
+
+def app_problem(prepared: Prepared, options: RunOptions) -> str | None:
+    """Why a scenario with apps cannot run so, or None: an app needs real sockets at real time, and
+    a command for every app the scenario declares."""
+    if not prepared.apps:
+        return None
+    missing = app_spec.missing_commands(prepared.apps)
+    if missing:
+        return (f"{prepared.scenario.path}: the scenario runs an application it does not name ({', '.join(missing)}): "
+                f"give its command, nslab run {prepared.scenario.name} --app 'CMD'")
+    if options.sim:
+        return "an application runs only on real sockets: add --sockets"
+    if options.speed not in (None, 1, 1.0):
+        return "an application runs at real time (its own timers cannot be sped up): leave --speed out"
+    if options.processes:
+        return "an application runs with the lab's nodes in one process: leave --processes out"
+    return None
 
 
 @dataclass
@@ -222,7 +274,11 @@ class Play:
                 break
         # The drain is for the checks (no acknowledged message left unconsumed): a live lab with
         # none, ended by its user, stops at once.
-        drain = DRAIN if checker.checks else 0.0
+        # Applications stop at the timeline's end (SIGTERM, SIGKILL after their grace); then the
+        # drain is for the lab's own consumers, if it has any.
+        await cluster.stop_apps("end")
+        lab_consumers = any(h.role == "consumer" for h in cluster.supervisor.nodes.values())
+        drain = DRAIN if checker.checks and (lab_consumers or cluster.apps is None) else 0.0
         events.emit("lab", "run.drain", seconds=drain)
         for name, handle in list(cluster.supervisor.nodes.items()):
             if handle.role == "producer":
@@ -248,6 +304,11 @@ async def run_async(prepared: Prepared, options: RunOptions, *, on_result=None, 
     verdict = play.verdict
     wall = time.monotonic()
     result = None
+    problem = app_problem(prepared, options)
+    if problem is not None:
+        verdict.error = problem
+        return verdict
+    options.apps = list(prepared.apps)
     try:
         with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) if signals else nullcontext() as received:
             async with trio.open_nursery() as nursery:
@@ -275,4 +336,4 @@ async def run_async(prepared: Prepared, options: RunOptions, *, on_result=None, 
     return verdict
 
 
-__all__ = ["ConfigError", "Play", "ScenarioError", "Verdict", "app_scenarios", "bundled", "find", "live_play", "prepare", "run"]
+__all__ = ["ConfigError", "Play", "ScenarioError", "Verdict", "app_problem", "app_scenarios", "bundled", "find", "live_play", "prepare", "run"]

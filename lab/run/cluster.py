@@ -38,11 +38,13 @@ from .timeline import timeline
 from lab.remoting.channels import Node
 from .supervisor import NodeHandle, Supervisor, describe
 from .topology import Topology, plan
+from lab.apps.node import ROLE as APP_ROLE, AppNodes
 
 
 class Cluster:
     def __init__(self, config: LabConfig, network: Network, events: EventLog, *, seed: int,
-                 sockets: bool, run_dir: Path | None = None, processes: bool = False):
+                 sockets: bool, run_dir: Path | None = None, processes: bool = False,
+                 apps: list = (), apps_dir: Path | None = None):
         self.config = config
         self.network = network
         self.events = events
@@ -63,6 +65,8 @@ class Cluster:
         self.supervisor: Supervisor | None = None
         self.pauses: dict[str, Pause] = {}  # node -> its Pause, for freeze (nodes in this process)
         self._tables: dict[str, dict] = {}  # NameServer -> its tables as its ns.tables records left them
+        # Applications under test (lab/apps), nodes of role "app" on the lab's relays (sockets only)
+        self.apps = AppNodes(list(apps), network, events, self.topology.roles(), apps_dir) if apps else None
 
     # --- nodes ------------------------------------------------------------------------------------
 
@@ -247,7 +251,10 @@ class Cluster:
                 await handle.done.wait()
 
     def signal_process(self, name: str, sig: int) -> bool:
-        """SIGSTOP / SIGCONT a node's process; False when it runs in this one."""
+        """SIGSTOP / SIGCONT a node's process (an app's whole process group); False when it runs in this one."""
+        if self.apps is not None and name in self.apps:
+            self.apps.signal(name, sig)
+            return True
         pid = self.pids.get(name)
         if pid is None:
             return False
@@ -290,6 +297,9 @@ class Cluster:
         for name in self.topology.producers:
             add(name, "producer", lambda task_status, name=name: self._run_producer(name, task_status),
                 stop=lambda name=name: self.clients[name].shutdown())
+        for name in self.apps.specs if self.apps is not None else ():
+            add(name, APP_ROLE, lambda task_status, name=name: self.apps.run(name, task_status),
+                stop=lambda name=name: self.apps.stop(name))
 
     # --- life cycle -------------------------------------------------------------------------------
 
@@ -307,23 +317,36 @@ class Cluster:
             for handle in self.supervisor.nodes.values():  # NameServers, brokers, consumers, producers
                 if handle.role in ("nameserver", "broker"):
                     await self.supervisor.start(handle.name)
-                else:
+                elif handle.role != APP_ROLE:
                     clients.append(handle.name)
             async with trio.open_nursery() as starting:
                 for name in clients:
                     starting.start_soon(self.supervisor.start, name)
+            for name in self.apps.specs if self.apps is not None else ():  # once the cluster is up
+                await self.supervisor.start(name)
             task_status.started(self.namesrv_addrs)
             await trio.sleep_forever()
 
     async def shutdown(self) -> None:
-        """Stop gracefully: clients first, then brokers (which unregister), NameServers last."""
+        """Stop gracefully: apps (each given its grace) and clients first, then brokers (which
+        unregister), NameServers last."""
+        await self.stop_apps("end")
         for role in ("producer", "consumer", "broker", "nameserver"):
             for handle in self._handles(role):
                 await self.supervisor.stop(handle.name)
 
+    async def stop_apps(self, reason: str) -> None:
+        """Every app still running: SIGTERM, SIGKILL after its grace (lab/apps/process.py)."""
+        if self.apps is None:
+            return
+        await self.apps.stop_all(reason)
+        for name in self.apps.specs:
+            await self.supervisor.stop(name)  # its body has returned: marks it stopped
+
     def _on_node_start(self, handle: NodeHandle) -> None:
+        pid = self.pids.get(handle.name) or (self.apps.pid(handle.name) if self.apps is not None else None)
         self.events.emit(handle.name, "node.start", role=handle.role, address=handle.address,
-                         **({"pid": self.pids[handle.name]} if handle.name in self.pids else {}))
+                         **({"pid": pid} if pid else {}))
 
     def _on_node_exit(self, handle: NodeHandle) -> None:
         self.network.close_node(handle.name)

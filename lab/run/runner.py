@@ -28,6 +28,7 @@ from chaos.trio_internals import deterministic_scheduling
 
 from .cluster import Cluster
 from .networks import sim_network, tcp_network
+from lab.apps.process import logs_dir
 from lab.clients.api import forget_decoded
 from lab.config import LabConfig
 from lab.events import EventLog
@@ -47,6 +48,8 @@ class RunOptions:
     grid: dict[str, str] | None = None  # a sweep's grid point, added to run.start when given
     grid_index: int | None = None  # its place in the sweep's grid, so a report lists points as given
     processes: bool = False  # NameServers and brokers as child processes (sockets mode only)
+    apps: list = field(default_factory=list)  # applications under test (lab/apps/spec.py AppSpec; sockets only)
+    apps_dir: Path | None = None  # their stdout and stderr; None: lab/apps/process.py logs_dir decides
 
 
 @dataclass
@@ -92,11 +95,17 @@ async def run_cluster(config: LabConfig, options: RunOptions, *,
     try:
         async with trio.open_nursery() as nursery:
             network = make_network(options, config, nursery)
+            if options.apps and options.sim:
+                raise ValueError("an app runs only on real sockets, at real time (nslab run --sockets)")
             cluster = Cluster(config, network, events, seed=options.seed, sockets=not options.sim,
-                              run_dir=options.run_dir, processes=options.processes and not options.sim)
+                              run_dir=options.run_dir, processes=options.processes and not options.sim,
+                              apps=options.apps,
+                              apps_dir=options.apps_dir or logs_dir(options.run_dir, options.events_path))
             events.start(seed=options.seed, version=VERSION, mode="sim" if options.sim else "sockets",
                          speed=options.speed, scenario=scenario, config=config.to_dict(),
-                         topics=list(cluster.topology.topics), nodes=cluster.topology.roles(),
+                         topics=list(cluster.topology.topics),
+                         nodes={**cluster.topology.roles(), **{a.name: "app" for a in options.apps}},
+                         **({"apps": [a.to_record() for a in options.apps]} if options.apps else {}),
                          epoch_ms=epoch_base_ms(network, trio.current_time()),
                          **({"grid": options.grid} if options.grid is not None else {}),
                          **({"grid_index": options.grid_index} if options.grid_index is not None else {}))
