@@ -45,8 +45,8 @@ class LinkWatch(Protocol):
         one, or one rewritten by the codec that cut it)."""
 
     def arrived(self, src: str, dst: str, frame: Frame) -> None:
-        """A frame (as `sent` returned it, or an answer a fault gave in the peer's stead) written
-        to dst: what dst received, when it did."""
+        """A frame (as `sent` returned it, or an answer a fault gave in the peer's stead) as it is
+        written to dst, after every delay the link gave it: what dst receives, when it does."""
 
     def ended(self, src: str, dst: str) -> None:
         """src has closed its end (its EOF, or a reset): nothing more comes from it. Its close may
@@ -779,12 +779,12 @@ class TcpNetwork(Network):
             last = max(last, sent_at + late + plan.delay) + plan.transmit
             if last > trio.current_time():
                 await trio.sleep_until(last)
+            if frame is not None:  # told before the write: dst may answer, or close, before send_all returns
+                watch.arrived(src, dst, frame)
             try:
                 await sink.send_all(data)
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 break
-            if frame is not None:
-                watch.arrived(src, dst, frame)
         done.cancel()  # EOF or reset on one side ends the whole relayed connection
 
 

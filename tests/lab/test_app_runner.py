@@ -126,6 +126,48 @@ def test_app_runs_on_relays_with_its_output_and_exit_recorded_and_a_partition_ap
     assert records[0]["nodes"]["tiny"] == "app"
 
 
+REQUEST_FAULTS = """
+[[timeline]]
+at = "2s"
+fault = "toxic"
+node = "tiny"
+peer = "ns-0"
+kind = "reply"
+code = "GET_ROUTEINFO_BY_TOPIC"
+delay = "0.5s"
+
+[[timeline]]
+at = "2s"
+fault = "toxic"
+node = "tiny"
+peer = "ns-1"
+kind = "dialect"
+code = "GET_ROUTEINFO_BY_TOPIC"
+keys = "unquoted"
+"""
+
+
+def test_request_faults_on_the_apps_links_act_on_its_requests_alone(tmp_path):
+    scenario = scenario_file(tmp_path, duration="5s", timeline=REQUEST_FAULTS)
+    result, records = nslab_run(tmp_path, scenario, APP)
+    assert result.returncode == 0, result.stdout + result.stderr
+    routes = [r for r in of(records, "app.request", "tiny") if r["request"] == "GET_ROUTEINFO_BY_TOPIC"]
+    before = [r for r in routes if r["t"] < 2.0 and r["peer"] == "ns-0"]
+    after = [r for r in routes if r["t"] > 2.6 and r["peer"] == "ns-0" and r["result"] is not None]
+    assert before and all(r["ms"] < 400 for r in before)
+    assert after and all(r["ms"] >= 500 for r in after)  # the reply's delay is the app's latency
+    faulted = of(records, "chaos.request", "lab")
+    assert faulted and all("tiny" in (r["src"], r["dst"]) for r in faulted)  # its links only
+    # the dialect fault: ns-1's route bodies reach the app with unquoted keys, which a standard
+    # JSON parser refuses; the lab still reads them (app.route) and the broker is still its relay's
+    lines = [json.loads(line) for line in (tmp_path / "run.events.apps" / "tiny.stdout").read_text().splitlines()]
+    ns1 = lines[0]["namesrv"].split(";")[1]
+    answers = [line for line in lines if line.get("ns") == ns1 and line.get("code") == 0]
+    assert answers[0]["strict"] is True and answers[-1]["strict"] is False
+    assert len({b for line in answers for b in line["brokers"]}) == 1
+    assert all(r["brokers"] == ["broker-a-0"] for r in of(records, "app.route", "tiny") if r["peer"] == "ns-1")
+
+
 def test_an_app_that_ignores_sigterm_is_killed_after_its_grace(tmp_path):
     scenario = scenario_file(tmp_path, duration="3s", grace="1.5s")
     result, records = nslab_run(tmp_path, scenario, f"{APP} --ignore-term")

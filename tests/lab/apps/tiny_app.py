@@ -4,13 +4,15 @@
 
 It prints its NAMESRV_ADDR and arguments as a JSON line on stdout and a line on stderr, then every
 0.3 s asks each NameServer in NAMESRV_ADDR for the route of TOPIC (GET_ROUTEINFO_BY_TOPIC), each on
-its own connection with a 1 s timeout, and prints {"ns", "code" or "timeout", "brokers"} per answer;
+its own connection with a 1 s timeout, and prints {"ns", "code", "brokers", "strict"} per answer
+("strict": whether a standard JSON parser reads the body) or {"ns", "error"};
 every broker address in a route it dials once and sends HEART_BEAT (producer group PG-tiny).
 """
 
 import argparse
 import json
 import os
+import re
 import signal
 import socket
 import struct
@@ -21,7 +23,8 @@ SERIALIZE_JSON = 0
 
 
 def frame(code: int, opaque: int, ext: dict, body: bytes = b"") -> bytes:
-    header = json.dumps({"code": code, "language": "PYTHON", "version": 399, "opaque": opaque, "flag": 0,
+    # version 409: RocketMQ 4.9.8 (MQVersion.Version ordinal), which 4.9.4+ NameServers answer with quoted keys
+    header = json.dumps({"code": code, "language": "PYTHON", "version": 409, "opaque": opaque, "flag": 0,
                          "extFields": ext}).encode()
     return struct.pack(">ii", 4 + len(header) + len(body), len(header)) + header + body
 
@@ -78,12 +81,15 @@ def main():
             except (OSError, ConnectionError) as e:
                 say(ns=ns, error=type(e).__name__)
                 continue
-            brokers = []
+            brokers, strict = [], None
             if header.get("code") == 0 and body:
-                text = body.decode()
-                import re
-                brokers = re.findall(r'"(\d+\.\d+\.\d+\.\d+:\d+)"', text)
-            say(ns=ns, code=header.get("code"), brokers=brokers)
+                brokers = re.findall(r'"(\d+\.\d+\.\d+\.\d+:\d+)"', body.decode())
+                try:  # a standard JSON parser's view (the dialect fault's unquoted keys fail it)
+                    json.loads(body)
+                    strict = True
+                except ValueError:
+                    strict = False
+            say(ns=ns, code=header.get("code"), brokers=brokers, strict=strict)
             for broker in brokers:
                 if broker in heartbeaten:
                     continue
