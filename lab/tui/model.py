@@ -132,6 +132,9 @@ class LabModel:
             "client.route": self._client_route, "client.route_poll": self._client_route_poll,
             "client.ns_switch": self._client_ns_switch,
             "chaos.fault": self._chaos_fault, "check.result": self._check_result,
+            # an application under test (lab/apps): a client row, from what its links showed
+            "app.conn": self._app_conn, "app.route": self._app_route, "app.send": self._app_send,
+            "app.deliver": self._app_deliver,
         }
 
     def feed(self, record: dict) -> None:
@@ -264,7 +267,7 @@ class LabModel:
             elif role == "broker":  # named <brokerName>-<brokerId> (lab/run/topology.py)
                 broker_name, _, broker_id = name.rpartition("-")
                 self.brokers[name] = BrokerView(broker_name, int(broker_id) if broker_id.isdigit() else 0)
-            elif role in ("producer", "consumer"):
+            elif role in ("producer", "consumer", "app"):
                 self.clients[name] = ClientView(role)
         return view
 
@@ -427,6 +430,34 @@ class LabModel:
         round has its own record, and the good fetches around it do not say which came last."""
         if r.get("unchanged"):
             self._client(r).route_t = r["t"]
+
+    def _app(self, r: dict) -> ClientView:
+        if r["node"] not in self.clients:  # a log whose run.start did not name it
+            self._node(r["node"], "app")
+        return self.clients[r["node"]]
+
+    def _app_conn(self, r: dict) -> None:
+        peer = self.nodes.get(r.get("peer"))
+        if r.get("state") == "open" and peer is not None and peer.role == "nameserver":
+            self._app(r).nameserver = r["peer"]  # the NameServer it last dialled
+
+    def _app_route(self, r: dict) -> None:
+        client = self._app(r)
+        client.route_source = "nameserver" if r.get("result") == 0 else client.route_source
+        if r.get("result") == 0:
+            client.route_t = r["t"]
+
+    def _app_send(self, r: dict) -> None:
+        """Each send attempt the app made: acknowledged (result 0) or not (another code, or none)."""
+        client, ok = self._app(r), r.get("result") == 0
+        if ok:
+            client.ok += 1
+        else:
+            client.failed += 1
+        self._count_message(r["t"], ok)
+
+    def _app_deliver(self, r: dict) -> None:
+        self._app(r).consumed += len(r.get("messages") or ())
 
     def _client_ns_switch(self, r: dict) -> None:
         self._client(r).nameserver = self.node_at(r.get("to"))
