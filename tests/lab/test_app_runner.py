@@ -168,6 +168,31 @@ def test_request_faults_on_the_apps_links_act_on_its_requests_alone(tmp_path):
     assert all(r["brokers"] == ["broker-a-0"] for r in of(records, "app.route", "tiny") if r["peer"] == "ns-1")
 
 
+LIFE = "".join(f"""
+[[timeline]]
+at = "{at}"
+fault = "{verb}"
+node = "tiny"
+""" for at, verb in (("1s", "freeze"), ("2s", "unfreeze"), ("3s", "kill"), ("4s", "restart")))
+
+
+def test_freeze_kill_and_restart_act_on_the_apps_process(tmp_path):
+    scenario = scenario_file(tmp_path, duration="6s", timeline=LIFE)
+    result, records = nslab_run(tmp_path, scenario, APP)
+    assert result.returncode == 0, result.stdout + result.stderr
+    opened = [r["t"] for r in of(records, "app.conn", "tiny") if r["state"] == "open"]
+    assert [t for t in opened if t < 1.0] and [t for t in opened if 2.0 < t < 3.0]
+    assert not [t for t in opened if 1.1 < t < 1.95]  # SIGSTOPped: it dials nothing
+    starts, exits = of(records, "app.start", "tiny"), of(records, "app.exit", "tiny")
+    assert len(starts) == 2 and starts[0]["pid"] != starts[1]["pid"] and 4.0 <= starts[1]["t"] < 4.5
+    assert exits[0] == {**exits[0], "signal": "SIGKILL", "stopped_by_lab": True, "reason": "kill"}
+    assert 3.0 <= exits[0]["t"] < 3.5
+    assert exits[1] == {**exits[1], "signal": "SIGTERM", "reason": "end"}
+    assert not [t for t in opened if 3.1 < t < 4.0]  # killed: nothing until the restart
+    stdout = (tmp_path / "run.events.apps" / "tiny.stdout").read_text()
+    assert stdout.count('"namesrv"') == 2  # the restarted app's output follows the first's
+
+
 def test_an_app_that_ignores_sigterm_is_killed_after_its_grace(tmp_path):
     scenario = scenario_file(tmp_path, duration="3s", grace="1.5s")
     result, records = nslab_run(tmp_path, scenario, f"{APP} --ignore-term")
