@@ -79,7 +79,8 @@ class FaultWindows:
                 self._close(key, end, f"{self.open[key][1]} running out")
 
     def _fault(self, r: dict) -> None:
-        t, verb, nodes = r["t"], r.get("verb"), list(r.get("nodes", []))
+        # to the hundredth: a step at 30 s is applied at t=30.0008 and is read "t=30s"
+        t, verb, nodes = round(r["t"], 2), r.get("verb"), list(r.get("nodes", []))
         label = _describe(r)
         if verb in ("kill", "stop", "freeze"):
             for node in nodes:
@@ -180,13 +181,13 @@ class AppCheck(Check):
     timeline ended (`run.drain`: the lab stops the apps then)."""
 
     def __init__(self, name: str, *, apps: list[str] | None = None, nameservers: list[str] = (),
-                 broker_groups: dict[str, str] | None = None):
+                 broker_groups: dict[str, str] | None = None, timeline_end: float = math.inf):
         super().__init__(name)
         self.apps = apps
         self.faults = FaultWindows(nameservers)
         self.broker_groups = broker_groups or {}
         self.seen: set[str] = set()  # apps with any record
-        self.timeline_end: float | None = None
+        self.timeline_end = timeline_end  # the scenario's duration: the lab stops its apps then
 
     @property
     def who(self) -> str:
@@ -206,8 +207,8 @@ class AppCheck(Check):
 
     def observe(self, r: dict) -> None:
         self.faults.observe(r)
-        if r["kind"] == "run.drain" and self.timeline_end is None:
-            self.timeline_end = r["t"]
+        if r["kind"] == "run.drain":  # a run ended early (its user quit) drains then
+            self.timeline_end = min(self.timeline_end, r["t"])
         if self.mine(r):
             self.seen.add(r["node"])
             self.observe_app(r)
@@ -219,7 +220,8 @@ class AppCheck(Check):
         self.faults.advance(now)
 
     def end(self, now: float) -> float:
-        return self.timeline_end if self.timeline_end is not None else now
+        """When the timeline ended (or now, if sooner): the lab sends its apps SIGTERM then."""
+        return min(self.timeline_end, now)
 
     def nothing(self, what: str, now: float) -> None:
         if not self.seen:
@@ -237,11 +239,19 @@ class AppAckedConsumed(AppCheck):
     delivered to the app's consumer group by the end. A message is known by (broker group, topic,
     queue, offset), so one served by a slave counts, or by its UNIQ_KEY. Without `group`, each of
     the app's consumer groups that got any message of the topic must get it (the only consumer
-    group, if none did)."""
+    group, if none did).
 
-    def __init__(self, name, *, group: str | None = None, **kw):
+    With `history` (the app's JSON-lines history, as app_history reads it), when the app wrote that
+    file during the run, consumed means processed: a `receive` line with the message's UNIQ_KEY (or
+    topic, queue and offset). The wire cannot see an app that commits an offset before it processes
+    the message and then dies; its history can. An app that writes no history is judged on the wire."""
+
+    def __init__(self, name, *, group: str | None = None, history: str | None = None, **kw):
         super().__init__(name, **kw)
         self.only_group = group
+        self.history = Path(history) if history else None
+        self.began = time.time()
+        self.committed: dict[tuple, int] = {}  # (group, broker group, topic, queue) -> highest commit
         self.acked: dict[tuple, tuple[float, str | None]] = {}  # key -> (t, uniq_key)
         self.groups: set[str] = set()
         self.delivered: dict[str, set] = {}  # group -> keys
@@ -259,6 +269,9 @@ class AppAckedConsumed(AppCheck):
         elif kind in ("app.deliver", "app.commit"):
             group = r["group"]
             self.groups.add(group)
+            if kind == "app.commit" and r.get("offset") is not None:
+                at = (group, self.group(r["peer"]), r["topic"], r["queue"])
+                self.committed[at] = max(self.committed.get(at, -1), r["offset"])
             if kind == "app.deliver":
                 self.topics_of.setdefault(group, set()).add(r["topic"])
                 keys = self.delivered.setdefault(group, set())
@@ -281,22 +294,54 @@ class AppAckedConsumed(AppCheck):
             return self.nothing(f"no send was acknowledged to {self.who}", now)
         if self.only_group is None and not self.groups:
             return self.unjudged(f"{self.who} has no consumer group (no heartbeat with one, no delivery)", now)
+        processed = self._processed()
         lost: dict[str, list] = {}
         for key, (t, uniq_key) in self.acked.items():
             for group in self._must_get(key[1]):
-                if key not in self.delivered.get(group, ()) and uniq_key not in self.delivered_uniq.get(group, ()):
+                if processed is not None:
+                    if (uniq_key not in processed) if uniq_key else (key[1:] not in processed):
+                        lost.setdefault(group, []).append((key, t, uniq_key))
+                elif key not in self.delivered.get(group, ()) and uniq_key not in self.delivered_uniq.get(group, ()):
                     lost.setdefault(group, []).append((key, t, uniq_key))
         if lost:
             group, missing = min(lost.items(), key=lambda item: -len(item[1]))
             examples = "; ".join(f"{_key_text(k)} acked at t={t:.1f}s" + (f" (UNIQ_KEY {u})" if u else "")
                                  for k, t, u in sorted(missing, key=lambda m: m[1])[:EXAMPLES])
             others = f" (and groups {', '.join(g for g in sorted(lost) if g != group)})" if len(lost) > 1 else ""
-            self.fail(f"{len(missing)} of {len(self.acked)} messages acknowledged to {self.who} never delivered to "
-                      f"group {group}{others}, e.g. {examples}", now)
+            if processed is None:
+                self.fail(f"{len(missing)} of {len(self.acked)} messages acknowledged to {self.who} never delivered "
+                          f"to group {group}{others}, e.g. {examples}", now)
+                return
+            delivered = [m for m in missing if m[0] in self.delivered.get(group, ()) or m[2] in self.delivered_uniq.get(group, ())]
+            committed = [m for m in delivered if self.committed.get((group, *m[0][:3]), -1) > (m[0][3] if m[0][3] is not None else 1 << 62)]
+            self.fail(f"{len(missing)} of {len(self.acked)} messages acknowledged to {self.who} never processed by "
+                      f"group {group}{others} (by its history {self.history}), e.g. {examples}; "
+                      f"{len(delivered)} of them were delivered to it and {len(committed)} had their offsets "
+                      f"committed" + (": committed before processing?" if committed else ""), now)
         else:
             groups = sorted({g for key in self.acked for g in self._must_get(key[1])})
-            self.succeed(f"all {len(self.acked)} messages acknowledged to {self.who} delivered to "
-                         f"{', '.join(groups)}", now)
+            how = "delivered to" if processed is None else f"processed (by its history {self.history}) by"
+            self.succeed(f"all {len(self.acked)} messages acknowledged to {self.who} {how} {', '.join(groups)}", now)
+
+    def _processed(self) -> set | None:
+        """UNIQ_KEYs and (topic, queue, offset)s of the history's receive lines, when the app wrote
+        one in this run; else None."""
+        if self.history is None or not self.history.exists() or os.stat(self.history).st_mtime < self.began - 1:
+            return None
+        processed = set()
+        with open(self.history, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                try:
+                    op = json.loads(line)
+                    if op.get("op") != "receive" or not op.get("ok"):
+                        continue
+                except (ValueError, AttributeError):
+                    continue
+                if op.get("uniq_key"):
+                    processed.add(op["uniq_key"])
+                if op.get("offset") is not None:
+                    processed.add((op.get("topic"), op.get("queue"), op.get("offset")))
+        return processed
 
 
 class AppDuplicates(AppCheck):
@@ -513,10 +558,10 @@ class AppAvoidsKilledBroker(AppCheck):
                     continue
                 for kill in self.kills:
                     if kill["broker"] == node and kill["until"] is None:
-                        kill["until"] = r["t"]
+                        kill["until"] = round(r["t"], 2)
                 if r["verb"] != "restart":
-                    self.kills.append({"broker": node, "t": r["t"], "until": None, "used": node in self.sent_to,
-                                       "sends": 0})
+                    self.kills.append({"broker": node, "t": round(r["t"], 2), "until": None,
+                                       "used": node in self.sent_to, "sends": 0})
         super().observe(r)
 
     def observe_app(self, r: dict) -> None:
@@ -562,7 +607,8 @@ TERM_CODES = (0, 128 + 15)  # 143: a shell's report of a child that died of SIGT
 class AppKeepsRunning(AppCheck):
     """The app runs through every fault: no exit before the lab stops it, and when the lab stops
     it (SIGTERM at the end of the timeline), exit code 0 or death by that SIGTERM — not a crash, not
-    the SIGKILL after the grace period."""
+    the SIGKILL after the grace period. An exit a timeline fault caused (`stop app`, `kill app`)
+    is the fault's, not the app's."""
 
     def __init__(self, name, **kw):
         super().__init__(name, **kw)
@@ -579,6 +625,8 @@ class AppKeepsRunning(AppCheck):
                 faults = self.faults.at(r["t"])
                 self.fail(f"{r['node']} exited at t={r['t']:.1f}s ({how}) before the lab stopped it"
                           + (f", during {', '.join(faults)}" if faults else ", with no fault on"), r["t"])
+            elif r.get("reason", "end") != "end":
+                pass  # a fault of the timeline stopped or killed it (stop app, kill app): not its doing
             elif not (r.get("signal") in ("SIGTERM", "TERM", 15) or (r.get("signal") is None and r.get("code") in TERM_CODES)):
                 self.fail(f"{r['node']} did not stop cleanly when the lab stopped it at t={r['t']:.1f}s: {how}"
                           + (" (still running after the grace period)" if r.get("signal") in ("SIGKILL", "KILL", 9)
@@ -690,7 +738,8 @@ class AppHistory(AppCheck):
 
 # --- from [[expect]] tables -------------------------------------------------------------------------
 
-def build_one(kind: str, name: str, *, take, duration, number, window, error, topology, phased: bool):
+def build_one(kind: str, name: str, *, take, duration, number, window, error, topology, phased: bool,
+              timeline_end: float):
     """The check for one app [[expect]] table; take/duration/number/window/error are
     expectations._build_one's readers of its keys."""
     apps = take("app", None)
@@ -704,12 +753,16 @@ def build_one(kind: str, name: str, *, take, duration, number, window, error, to
     if clash:
         raise error(f"{clash[0]!r} is a node of the lab, not an app", "app")
     common = dict(apps=apps, nameservers=[name for name, _ in topology.nameservers],
-                  broker_groups={b.name: b.broker_name for b in topology.brokers})
+                  broker_groups={b.name: b.broker_name for b in topology.brokers}, timeline_end=timeline_end)
     if kind == "app_acked_consumed":
         group = take("group", None)
         if group is not None and (not isinstance(group, str) or not group):
             raise error(f"a consumer group's name, not {group!r}", "group")
-        return AppAckedConsumed(name, group=group, **common)
+        history = take("history", None)
+        if history is not None and (not isinstance(history, str) or not history):
+            raise error(f"the path of the app's history file, not {history!r}", "history")
+        return AppAckedConsumed(name, group=group, history=history and os.path.expandvars(os.path.expanduser(history)),
+                                **common)
     if kind == "app_duplicates":
         start, end = window()
         return AppDuplicates(name, maximum=int(number("max", 0, 0, 10**9)), start=start, end=end, **common)

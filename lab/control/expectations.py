@@ -724,14 +724,15 @@ def _build_one(scenario: Scenario, spec: ExpectSpec, config: LabConfig, topology
         check = NameserverSwitch(spec, view, away_from=away, start=start, end=end)
     elif kind in app_expectations.TYPES:  # a real application's app.* records (issue 39, docs/apps.md)
         check = app_expectations.build_one(kind, spec.name, take=take, duration=duration, number=number,
-                                           window=window, error=error, topology=topology, phased="phase" in p)
+                                           window=window, error=error, topology=topology, phased="phase" in p,
+                                           timeline_end=scenario.duration)
     elif kind == "queues_balanced":
         start, end = window()
         check = QueuesBalanced(spec, view, queues={t: c.write_queue_nums for t, c in topology.topics.items()},
                                max_ratio=number("max_ratio", 2, 1, 10**9),
                                per_queue=number("per_queue", 4, 1, 10**9), start=start, end=end)
     else:
-        raise error(f"unknown expectation type {kind!r} (types: {', '.join(TYPES)})", "type")
+        raise error(f"unknown expectation type {kind!r} (types: {', '.join(TYPES + app_expectations.TYPES)})", "type")
     if p:
         key = next(iter(p))
         raise error(f"unknown parameter for {kind}", key)
@@ -740,4 +741,4 @@ def _build_one(scenario: Scenario, spec: ExpectSpec, config: LabConfig, topology
 
 TYPES = ("broker_removed", "no_stale_broker", "send_success_rate", "all_acked_consumed", "duplicates",
          "nameservers_agree", "new_client", "sends_avoid", "consumed_from", "broker_kept", "nameserver_switch",
-         "queues_balanced") + app_expectations.TYPES
+         "queues_balanced")  # simulated; a real application's (app_*) are app_expectations.TYPES
