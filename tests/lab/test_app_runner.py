@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -211,6 +212,36 @@ def test_an_app_that_exits_early_is_recorded_at_once_and_the_run_goes_on(tmp_pat
     assert end["code"] == 3 and end["signal"] is None and end["stopped_by_lab"] is False and end["reason"] is None
     assert 1.0 <= end["t"] < 2.5
     assert of(records, "run.end")[0]["t"] >= 4.0
+
+
+def _gone(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return any(line.startswith("State:") and "Z" in line for line in f)  # a zombie has died
+    except FileNotFoundError:
+        return True
+
+
+def test_the_app_dies_with_nslab_however_nslab_ends(tmp_path):
+    pidfile = tmp_path / "app.pid"
+    scenario = scenario_file(tmp_path, duration="60s")
+    lab = subprocess.Popen([NSLAB, "run", str(scenario), "--events", str(tmp_path / "run.events"), "--run-dir",
+                            str(tmp_path / "run"),  # a folder of the test's: a SIGKILLed run cannot remove its own
+                            "--app", f"sh -c 'echo $$ > {pidfile}; exec sleep 60'"],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while not (pidfile.exists() and pidfile.read_text().strip()) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        pid = int(pidfile.read_text())
+        assert not _gone(pid)
+    finally:
+        lab.kill()  # SIGKILL: nslab stops nothing itself
+        lab.wait()
+    deadline = time.monotonic() + 10
+    while not _gone(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _gone(pid), "the app outlived nslab"
 
 
 def test_the_command_line_adds_apps_and_fills_the_scenarios(tmp_path):
