@@ -10,7 +10,11 @@
 
 The command is split as a POSIX shell would split words (shlex) and run without a shell; `{namesrv}`
 in any word becomes the NameServer address list ("host:port;host:port", as RocketMQ writes it).
-A command that needs a shell says so: `sh -c 'cd app && ./run.sh {namesrv}'`.
+A command that needs a shell says so, and quotes the list there (its ';' would end a shell command):
+`sh -c 'cd app && ./run.sh "{namesrv}"'`, or reads "$NAMESRV_ADDR".
+
+On the command line: `nslab run NAME --app 'CMD'` (repeatable) fills the first [[app]] without a
+command, else adds an app named app, app-2, ...; `--app 'NAME=CMD'` fills or adds the app NAME.
 """
 
 from __future__ import annotations
