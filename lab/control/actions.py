@@ -212,5 +212,6 @@ def validate(fault: Fault, nodes: dict[str, str], broker_names: set[str]) -> Non
         if not str(count).isdigit() or not 1 <= int(count) <= MAX_GROWN_TOPICS:
             raise FaultError(f"grow-topics: count must be a whole number within 1..{MAX_GROWN_TOPICS}, not {count!r}")
     else:
+        roles = ("nameserver", "broker", "producer", "consumer") + (("app",) if "app" in nodes.values() else ())
         for name in fault.nodes + tuple(n for g in fault.groups for n in g):
-            need(name, "nameserver", "broker", "producer", "consumer", "app")  # app: lab/apps
+            need(name, *roles)  # an app (lab/apps) when the run has one
