@@ -169,11 +169,13 @@ class Consumer:
             raise MQClientError(f"consumeFromWhere {self.config.consumeFromWhere!r} is not supported "
                                 f"(use {' or '.join(CONSUME_FROM)})")
         self.consumer_group = self.config.consumerGroup
-        self.topics = topics
+        # A clustering consumer subscribes its group's retry topic too (copySubscription) and
+        # rebalances and pulls it as any other: last, as the lab keeps its topics in order.
+        self.retry_topic = RETRY_GROUP_TOPIC_PREFIX + self.consumer_group
+        self.topics = [*(t for t in topics if t != self.retry_topic), self.retry_topic]
         sub_version = int(node.now() * 1000)
-        self.retry_sub_version = sub_version
         self.start_ms = node.now_ms()  # consumerStartTimestamp
-        self.sub_versions = {topic: sub_version for topic in topics}
+        self.sub_versions = {topic: sub_version for topic in self.topics}
         self._sub_version_fields = {topic: str(version) for topic, version in self.sub_versions.items()}
         self._pull_batch_size = str(self.config.pullBatchSize)
         self._suspend_timeout_millis = str(round(self.config.brokerSuspendMaxTimeMillis * 1000))
@@ -227,10 +229,13 @@ class Consumer:
         }
 
     def subscriptions(self) -> dict[str, int]:
-        """topic -> subVersion of what it subscribes to, with %RETRY%<group> as a clustering
-        consumer of 4.9.8 adds it (DefaultMQPushConsumerImpl.copySubscription). The lab consumer
-        does not pull the retry topic: it fails no message, so nothing is ever sent back to it."""
-        return {**self.sub_versions, RETRY_GROUP_TOPIC_PREFIX + self.consumer_group: self.retry_sub_version}
+        """topic -> subVersion of what it subscribes to, %RETRY%<group> among them, as a clustering
+        consumer of 4.9.8 adds it (DefaultMQPushConsumerImpl.copySubscription). The retry topic
+        exists once a broker has taken the group's first heartbeat (it creates the topic then and
+        registers it at once), so a new group's first route fetch of it fails, as Java's does, and
+        its queues are pulled from the next rebalance on. A lab consumer fails no message, so it
+        only finds there what other clients sent back (CONSUMER_SEND_MSG_BACK)."""
+        return self.sub_versions
 
     def running_info(self) -> dict:
         """GET_CONSUMER_RUNNING_INFO's answer (lab/clients/running_info.py)."""
@@ -450,7 +455,7 @@ class Consumer:
             elif not isinstance(result, MQBrokerError):
                 log.info("%s: offset of %s unknown: %s", self.instance.client_id, mq, result)
                 added_with(mq, -1)
-            elif self.config.consumeFromWhere == "CONSUME_FROM_FIRST_OFFSET":
+            elif self.config.consumeFromWhere == "CONSUME_FROM_FIRST_OFFSET" or mq.topic == self.retry_topic:
                 added_with(mq, 0)
             else:
                 addr = self.instance.route_cache.find_broker_address_in_publish(mq.broker_name)
@@ -500,8 +505,8 @@ class Consumer:
         except (RemotingError, MQClientError) as e:
             log.info("%s: offset of %s unknown: %s", self.instance.client_id, mq, e)
             return -1
-        if self.config.consumeFromWhere == "CONSUME_FROM_FIRST_OFFSET":
-            return 0
+        if self.config.consumeFromWhere == "CONSUME_FROM_FIRST_OFFSET" or mq.topic == self.retry_topic:
+            return 0  # (RebalancePushImpl: a retry queue without an offset starts at 0)
         return await self._offset_when_none(mq)
 
     async def _offset_when_none(self, mq: MessageQueue) -> int:

@@ -87,8 +87,9 @@ class ClientLab:
     def consumed(self, since: int = 0, **match) -> set[str]:
         return {e["msg_id"] for e in self.events("consumer.consume", since, **match)}
 
-    def assignment(self, node: str) -> list[str]:
-        rebalances = self.events("consumer.rebalance", node=node)
+    def assignment(self, node: str, topic: str = TOPIC) -> list[str]:
+        """The node's queues of `topic` (its group's %RETRY% topic has rebalances of its own)."""
+        rebalances = self.events("consumer.rebalance", node=node, topic=topic)
         return rebalances[-1]["queues"] if rebalances else []
 
     async def wait_until(self, condition, timeout: float = 60.0) -> None:
@@ -308,12 +309,12 @@ async def test_an_idle_queues_pulls_coast_and_its_broker_still_counts_each_empty
     await lab.consumer("consumer-0")
     await lab.wait_until(lambda: len(lab.assignment("consumer-0")) == 4)
     await trio.sleep(200)
-    assert broker.broker.hold_service.held == broker.broker.hold_service.coasting == 4, \
-        "renewed once, each of the four pulls coasts from then on"
-    # Each queue's pull would have come back empty every 15 s: 16 a minute, whoever counts them.
+    assert broker.broker.hold_service.held == broker.broker.hold_service.coasting == 5, \
+        "renewed once, each of the five pulls (four of the topic, one of the group's retry topic) coasts from then on"
+    # Each queue's pull would have come back empty every 15 s: 20 a minute, whoever counts them.
     reply = await lab.sim.call(broker.address, admin.GET_BROKER_RUNTIME_INFO)
     miss_tps = [float(f) for f in json.loads(reply.body)["table"]["getMissTps"].split()]
-    assert 12 / 60 <= miss_tps[1] <= 20 / 60 and 12 / 60 <= miss_tps[2] <= 20 / 60, miss_tps
+    assert 15 / 60 <= miss_tps[1] <= 25 / 60 and 15 / 60 <= miss_tps[2] <= 25 / 60, miss_tps
 
 
 async def test_a_queue_taken_away_is_held_for_its_old_owner_no_longer(lab, autojump_clock):
@@ -322,12 +323,12 @@ async def test_a_queue_taken_away_is_held_for_its_old_owner_no_longer(lab, autoj
     c0 = await lab.consumer("consumer-0")
     await lab.wait_until(lambda: len(lab.assignment("consumer-0")) == 4)
     await trio.sleep(60)  # every pull renewed, and coasting
-    assert hold_service.coasting == 4
+    assert hold_service.coasting == 5  # the topic's 4 queues and the group's retry queue
     await lab.consumer("consumer-1")
     await lab.wait_until(lambda: len(lab.assignment("consumer-0")) == len(lab.assignment("consumer-1")) == 2)
     await trio.sleep(20)  # the suspend time (15 s): a pull nobody sends again is answered by then
-    assert sorted(hold_service.held_by_owner().values()) == [2, 2], "each holds the pulls of its own queues"
-    assert len(c0.process_queue_table) == 2
+    assert sorted(hold_service.held_by_owner().values()) == [2, 3], "each holds the pulls of its own queues"
+    assert len(c0.process_queue_table) == 3, "2 of the topic and the retry queue (the first of the sorted ids')"
 
 
 async def test_a_consumer_joining_a_running_instance_is_in_its_next_heartbeat(lab, autojump_clock):
@@ -359,9 +360,9 @@ async def test_a_queue_whose_offset_query_went_unanswered_comes_with_a_later_reb
     await consumer.start()
     await lab.wait_until(lambda: len(lab.assignment("consumer-0")) == 4)
     assert lab.events("consumer.rebalance")[0]["t"] >= 5, "the rebalance waited out the 5 s offset-query timeout"
-    pulled = {str(mq) for mq in consumer.process_queue_table}
+    pulled = {str(mq) for mq in consumer.process_queue_table.of_topic(TOPIC)}
     assert len(pulled) == 3, "the queue without an offset is not pulled"
-    await lab.wait_until(lambda: len(consumer.process_queue_table) == 4, timeout=30)  # the next rebalance
+    await lab.wait_until(lambda: len(consumer.process_queue_table.of_topic(TOPIC)) == 4, timeout=30)  # the next rebalance
 
     # A group's first consumer of a queue whose log starts at 0 begins there (the broker answers 0),
     # whatever consumeFromWhere says: the old messages too, each once.
@@ -420,7 +421,8 @@ async def leave_while_offset_queries_are_out(lab: ClientLab, monkeypatch) -> Non
     assert lab.events("consumer.rebalance", leaving["since"], node="consumer-1") == [], \
         "a stopping consumer took queues"
 
-    await lab.wait_until(lambda: len(lab.assignment("consumer-0")) == 8 and len(stayer.process_queue_table) == 8)
+    await lab.wait_until(lambda: len(lab.assignment("consumer-0")) == 8 and
+                         len(stayer.process_queue_table.of_topic(TOPIC)) == 8)
     acked = await send_all(producer, 16)
     await lab.wait_until(lambda: acked <= lab.consumed(node="consumer-0"), timeout=30)
     assert not lab.consumed(leaving["since"], node="consumer-1")

@@ -7,8 +7,9 @@ and the reply fields mqadmin reads (tools/.../command and DefaultMQAdminExtImpl,
 - updateSubGroup: UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (200), body SubscriptionGroupConfig;
 - deleteSubGroup: DELETE_SUBSCRIPTIONGROUP (207), header groupName + removeOffset;
 - updateBrokerConfig: UPDATE_BROKER_CONFIG (25), body `key=value` lines;
-- getBrokerConfig / exportConfigs: GET_BROKER_CONFIG (26), the 16 keys exportConfigs copies
-  (Properties.setProperty(k, null) threw its NullPointerException);
+- getBrokerConfig: GET_BROKER_CONFIG (26); exportConfigs: GET_BROKER_CLUSTER_INFO (106) to a NameServer,
+  then 26 to each master, of which it copies 16 keys (Properties.setProperty(k, null) threw its
+  NullPointerException);
 - deleteTopic: DELETE_TOPIC_IN_BROKER (215) to each master, then DELETE_TOPIC_IN_NAMESRV (216);
 - consumerStatus: GET_CONSUMER_RUNNING_INFO (307), forwarded to the consumer's connection;
 - statsAll: VIEW_BROKER_STATS_DATA (315) TOPIC_PUT_NUMS <topic> and GROUP_GET_NUMS <topic@group>;
@@ -28,6 +29,7 @@ from lab.broker import admin
 from lab.broker.store import MessageStore
 from lab.clients.consumer import Consumer
 from lab.clients.instance import MQClientInstance
+from nameserver import bodies
 from nameserver.protocol import RequestCode, ResponseCode
 
 TOPIC = "TopicTest"  # the harness broker's topic (tests/lab/conftest.py)
@@ -237,13 +239,14 @@ async def test_delete_topic_leaves_the_broker_and_every_name_server_and_stays_go
 # --- consumerStatus: 307 -------------------------------------------------------------------------------
 
 async def test_consumer_status_gets_the_lab_consumer_s_running_info_through_the_broker(tcp):
+    tcp.config.consumer.rebalanceInterval = 0.5  # its retry queue comes with the rebalance after its route
     ns, broker = await cluster(tcp)
     node = tcp.node("consumer-0")
     consumer = Consumer(node, MQClientInstance(node, [ns], tcp.nursery), [TOPIC])
     await consumer.start()
     group = consumer.consumer_group
     with trio.fail_after(10):
-        while len(consumer.process_queue_table) < 4:
+        while len(consumer.process_queue_table) < 5:  # 4 of TOPIC, 1 of %RETRY%<group>
             await trio.sleep(0.05)
     connection = json.loads((await tcp.call(broker.address, admin.GET_CONSUMER_CONNECTION_LIST,
                                             {"consumerGroup": group})).body)
@@ -254,7 +257,8 @@ async def test_consumer_status_gets_the_lab_consumer_s_running_info_through_the_
                            {"consumerGroup": group, "clientId": client_id, "jstackEnable": "false"})
     assert reply.code == ResponseCode.SUCCESS, reply.remark
     text = reply.body.decode()
-    assert [(b, int(q), t) for b, q, t in MQ_KEY.findall(text)] == [("broker-a", q, TOPIC) for q in range(4)]
+    assert [(b, int(q), t) for b, q, t in MQ_KEY.findall(text)] == \
+        [("broker-a", 0, f"%RETRY%{group}")] + [("broker-a", q, TOPIC) for q in range(4)]  # MessageQueue order
     info = json.loads(MQ_KEY.sub(lambda m: json.dumps(f"{m[3]}:{m[1]}:{m[2]}") + ":", text))
     assert set(info) == {"mqTable", "properties", "statusTable", "subscriptionSet"}
     props = info["properties"]
@@ -337,3 +341,76 @@ async def test_export_metadata_and_metrics_get_the_system_topic_list_to_leave_ou
     assert set(topics) == {"TBW102", "SCHEDULE_TOPIC_XXXX", "BenchmarkTest", "RMQ_SYS_TRANS_HALF_TOPIC",
                            "RMQ_SYS_TRACE_TOPIC", "RMQ_SYS_TRANS_OP_HALF_TOPIC", "TRANS_CHECK_MAX_TIME_TOPIC",
                            "SELF_TEST_TOPIC", "OFFSET_MOVED_EVENT", "DefaultCluster", "broker-a"}
+
+
+# --- exportConfigs: 106 to a NameServer, then 26 to each master -------------------------------------------
+
+def java_properties(text: str) -> dict[str, str]:
+    """java.util.Properties.load, as MixAll.string2Properties reads GET_BROKER_CONFIG's body:
+    comments (# !), a key ends at the first unescaped '=', ':' or blank, backslash escapes,
+    continuation lines."""
+    props, lines, i = {}, text.splitlines(), 0
+    while i < len(lines):
+        line = lines[i].lstrip(" \t\f")
+        i += 1
+        if not line or line[0] in "#!":
+            continue
+        while line.endswith("\\") and (len(line) - len(line.rstrip("\\"))) % 2 and i < len(lines):
+            line = line[:-1] + lines[i].lstrip(" \t\f")
+            i += 1
+        key, at = [], 0
+        while at < len(line) and line[at] not in "=: \t\f":
+            if line[at] == "\\" and at + 1 < len(line):
+                at += 1
+            key.append(line[at])
+            at += 1
+        rest = line[at:].lstrip(" \t\f")
+        if rest[:1] in ("=", ":"):
+            rest = rest[1:].lstrip(" \t\f")
+        value = re.sub(r"\\(.)", lambda m: {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}.get(m[1], m[1]), rest)
+        props["".join(key)] = value
+    return props
+
+
+async def test_export_configs_reads_each_master_s_16_keys_and_counts_the_cluster(tcp, tmp_path):
+    """ExportConfigsCommand (4.9.8): GET_BROKER_CLUSTER_INFO (106) from the NameServer, the brokers
+    of cluster -c split into masters (id 0) and slaves (CommandUtil.fetchMasterAndSlaveDistinguish),
+    GET_BROKER_CONFIG (26) of each master, its body read by Properties.load, and 16 of its keys put
+    into a Properties (a missing one threw the NullPointerException); configs.json gets those per
+    brokerName and clusterScale (namesrvSize, masterBrokerSize, slaveBrokerSize)."""
+    ns = await tcp.start_nameserver(port=0)
+    master = await tcp.start_broker(store=MessageStore(tmp_path / "a0"))
+    slave = await tcp.start_broker("broker-a-1", broker_id=1, store=MessageStore(tmp_path / "a1"),
+                                   master_addr=master.address)
+    other = await tcp.start_broker("broker-b-0", broker_name="broker-b", store=MessageStore(tmp_path / "b0"))
+    await tcp.call(other.address, admin.UPDATE_BROKER_CONFIG, body=b"fileReservedTime=48\n")
+
+    reply = await tcp.call(ns, RequestCode.GET_BROKER_CLUSTER_INFO)
+    assert reply.code == ResponseCode.SUCCESS
+    info = bodies.load(reply.body, 0)
+    masters: dict[str, list[str]] = {}
+    for name in info["clusterAddrTable"]["DefaultCluster"]:
+        addrs = {int(k): v for k, v in info["brokerAddrTable"][name]["brokerAddrs"].items()}
+        masters[addrs[0]] = [a for i, a in addrs.items() if i != 0]
+    assert masters == {master.address: [slave.address], other.address: []}
+
+    broker_configs = {}
+    for addr in masters:
+        config = await tcp.call(addr, admin.GET_BROKER_CONFIG)
+        assert config.code == ResponseCode.SUCCESS, config.remark
+        props = java_properties(config.body.decode("iso-8859-1"))
+        assert [k for k in EXPORT_CONFIGS_KEYS if props.get(k) is None] == []  # setProperty(k, null): NPE
+        broker_configs[props["brokerName"]] = {k: props[k] for k in EXPORT_CONFIGS_KEYS}
+    result = {"brokerConfigs": broker_configs, "clusterScale": {
+        "namesrvSize": 1, "masterBrokerSize": len(masters), "slaveBrokerSize": sum(map(len, masters.values()))}}
+    assert result["clusterScale"] == {"namesrvSize": 1, "masterBrokerSize": 2, "slaveBrokerSize": 1}
+    a, b = broker_configs["broker-a"], broker_configs["broker-b"]
+    assert (a["brokerClusterName"], a["brokerId"], a["brokerRole"], a["fileReservedTime"]) == \
+        ("DefaultCluster", "0", "ASYNC_MASTER", "72")
+    assert (b["brokerName"], b["fileReservedTime"], b["flushDiskType"]) == ("broker-b", "48", "ASYNC_FLUSH")
+    assert a["messageDelayLevel"] == "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+    assert {a[k] for k in ("slaveReadEnable", "traceOn", "traceTopicEnable", "useTLS", "autoCreateTopicEnable",
+                           "autoCreateSubscriptionGroup")} <= {"true", "false"}
+    # a slave answers 26 too (exportConfigs does not ask it): its role is SLAVE
+    slave_props = java_properties((await tcp.call(slave.address, admin.GET_BROKER_CONFIG)).body.decode("iso-8859-1"))
+    assert (slave_props["brokerRole"], slave_props["brokerId"]) == ("SLAVE", "1")
