@@ -50,12 +50,31 @@ LIVE_KEYS = frozenset(("longPollingEnable", "shortPollingTimeMills", "slaveReadE
                        "registerBrokerTimeoutMills", "serverChannelMaxIdleTimeSeconds", "autoCreateTopicEnable"))
 
 
+# The broker's config files on its disk (MessageStore.config_files): the subscription groups
+# (store/config/subscriptionGroup.json) and what UPDATE_BROKER_CONFIG set, which 4.9.8's
+# Configuration.persist writes into the broker's properties file (-c), read again at the next start.
+SUBSCRIPTION_GROUP_FILE = "subscriptionGroup.json"
+BROKER_PROPERTIES_FILE = "broker.properties"
+
+
 class AdminProcessor:
     def __init__(self, broker: Broker):
+        """Reads what the broker's disk holds from before a restart: its subscription groups and
+        the config UPDATE_BROKER_CONFIG changed (brokerPermission too), applied as at boot."""
         self.broker = broker
         self.subscription_group_manager = SubscriptionGroupManager(broker.node.now_ms())
         self.config_updates: dict[str, object] = {}  # keys set by UPDATE_BROKER_CONFIG the lab keeps as given
         self._waiting: dict[tuple[object, int], Callable[[RemotingCommand], None]] = {}  # forwarded calls
+        files = broker.store.config_files
+        self.subscription_group_manager.load(files.get(SUBSCRIPTION_GROUP_FILE))
+        saved = files.get(BROKER_PROPERTIES_FILE)
+        if isinstance(saved, dict):
+            self.apply_config(saved)
+            if isinstance(saved.get("brokerPermission"), int):
+                broker.broker_permission = saved["brokerPermission"]
+
+    def _save_groups(self) -> None:
+        self.broker.store.save_config(SUBSCRIPTION_GROUP_FILE, self.subscription_group_manager.file_content())
 
     def processors(self) -> dict[int, Callable[[RemotingCommand, ClientChannel], RemotingCommand | None]]:
         return {
@@ -143,6 +162,8 @@ class AdminProcessor:
                 raise ValueError(f"{key}={value} must be between 0 and {2**31 - 1}")
         self.apply_config(values)
         broker = self.broker
+        saved = broker.store.config_files.get(BROKER_PROPERTIES_FILE)
+        broker.store.save_config(BROKER_PROPERTIES_FILE, {**(saved if isinstance(saved, dict) else {}), **values})
         if "brokerPermission" in values:
             broker.node.emit("broker.config", keys=sorted(values))
             broker._services.start_soon(self._set_permission, req, channel, values["brokerPermission"])
@@ -186,6 +207,7 @@ class AdminProcessor:
             return req.response(ResponseCode.SYSTEM_ERROR, "UPDATE_AND_CREATE_SUBSCRIPTIONGROUP without a body")
         config = SubscriptionGroupConfig.from_body(bodies.load(req.body, req.serialize_type))
         self.subscription_group_manager.update_subscription_group_config(config, self.broker.node.now_ms())
+        self._save_groups()
         self.broker.node.emit("broker.subscription_group", group=config.groupName, change="update",
                               consume_enable=config.consumeEnable)
         return req.response(ResponseCode.SUCCESS)
@@ -202,6 +224,7 @@ class AdminProcessor:
             return req.response(ResponseCode.SYSTEM_ERROR,
                                 "removeOffset=true is not supported: the lab's store keeps a group's offsets")
         if self.subscription_group_manager.delete_subscription_group_config(group, self.broker.node.now_ms()):
+            self._save_groups()
             self.broker.node.emit("broker.subscription_group", group=group, change="delete")
         return req.response(ResponseCode.SUCCESS)
 
@@ -210,7 +233,10 @@ class AdminProcessor:
         config = self.subscription_group_manager.subscription_group_table.get(group)  # every pull: no clock read
         if config is not None:
             return config
-        return self.subscription_group_manager.find_subscription_group_config(group, self.broker.node.now_ms())
+        config = self.subscription_group_manager.find_subscription_group_config(group, self.broker.node.now_ms())
+        if config is not None:
+            self._save_groups()  # auto-created (4.9.8 persists then too)
+        return config
 
     # --- GET_CONSUMER_RUNNING_INFO (307): Broker2Client.callClient ----------------------------------------
 

@@ -1,4 +1,6 @@
-"""MessageStore: a broker's disk — the commit log, its consume queues, and consumer offsets.
+"""MessageStore: a broker's disk — the commit log, its consume queues, consumer offsets, and the
+config files a 4.9.8 broker rewrites as it runs (store/config/subscriptionGroup.json, and the
+broker's properties file updateBrokerConfig rewrites): `config_files`, name -> content.
 
 The commit log holds every record in arrival order at physical offsets that grow by each record's
 size, as RocketMQ's does; a consume queue per (topic, queueId) maps logical offsets 0, 1, 2, ... to
@@ -38,6 +40,7 @@ class MessageStore:
         self.consumer_offsets: dict[tuple[str, str, int], int] = {}  # (group, topic, queueId)
         self.consumer_offsets_version = 0  # bumped on every change; a slave syncs by it
         self._offset_versions: dict[tuple[str, str, int], int] = {}  # the version each offset was set at
+        self.config_files: dict[str, object] = {}  # name -> content (msgpack-able), the last one saved
         self.path = Path(path) if path else None
         self._file: BinaryIO | None = None
         if self.path is not None:
@@ -84,6 +87,11 @@ class MessageStore:
             self._write({"o": [group, topic, queue_id, offset]})
             self._set_offset(key, offset)
 
+    def save_config(self, name: str, content: object) -> None:
+        """ConfigManager.persist: the whole file written again (the last write is what a restart reads)."""
+        self._write({"c": [name, content]})
+        self.config_files[name] = content
+
     def _set_offset(self, key: tuple[str, str, int], offset: int) -> None:
         self.consumer_offsets[key] = offset
         self.consumer_offsets_version += 1
@@ -122,6 +130,9 @@ class MessageStore:
         if "m" in record:
             (r,) = index_records(record["m"])
             self._index(r)
+        elif "c" in record:
+            name, content = record["c"]
+            self.config_files[name] = content
         else:
             group, topic, queue_id, offset = record["o"]
             self._set_offset((group, topic, queue_id), offset)

@@ -98,6 +98,28 @@ class SubscriptionGroupManager:
         self._next_version(now_ms)
         return True
 
+    def file_content(self) -> dict:
+        """subscriptionGroup.json, as the store keeps it (MessageStore.save_config)."""
+        return {"dataVersion": list(self.data_version),
+                "subscriptionGroupTable": {name: dataclasses.asdict(config)
+                                           for name, config in self.subscription_group_table.items()}}
+
+    def load(self, content: object) -> None:
+        """SubscriptionGroupManager.decode at boot: the file's groups put over the built-in ones
+        (putAll: a built-in group deleted before the restart is back) and its DataVersion. A file
+        the lab cannot read is ignored, as a missing one."""
+        if not isinstance(content, dict):
+            return
+        table = content.get("subscriptionGroupTable")
+        for name, fields in (table.items() if isinstance(table, dict) else ()):
+            try:
+                self.subscription_group_table[name] = SubscriptionGroupConfig(**fields)
+            except TypeError:
+                continue
+        version = content.get("dataVersion")
+        if isinstance(version, list) and len(version) == 2:
+            self.data_version = DataVersion(*version)
+
     def group_names(self) -> list[str]:
         """The table's keys in its iteration order (fetchAllConsumeStatsInBroker walks them)."""
         return hash_order(self.subscription_group_table, initial_capacity=TABLE_CAPACITY)
