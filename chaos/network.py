@@ -61,8 +61,14 @@ class Unreachable(OSError):
 
 
 class Network:
-    def __init__(self, links: Links | None = None, *, seed: int = 0, codec: WireCodec | None = None):
+    def __init__(self, links: Links | None = None, *, seed: int = 0, codec: WireCodec | None = None,
+                 aggregate: bool = True):
         self.links = links or Links()
+        # Whether idle periodic traffic may be simulated in aggregate ("coasting": renew_peer_call,
+        # coast_peer_call, coast_queries, watch_peer, delivers_everything on a simulated end). Off,
+        # every such offer is declined and every role runs its plain flow, call by call; a run's
+        # events are the same bytes either way (tests/chaos/test_aggregation_off.py).
+        self.aggregate = aggregate
         # The protocol on the links, for request faults (the lab gives RocketMQ's); without one a
         # network takes none.
         self.codec = codec
@@ -195,7 +201,18 @@ class _SimEnd(trio.abc.Stream):
     The payload at the head of `_in_flight` is planned when it gets there — at once on an idle
     link, else when the one before it arrives — so a link that changes while payloads queue
     affects them. A delivered payload arrives at its due time by a timer (chaos/clock.py); a held
-    one waits for the link to change (SimNetwork re-plans it then)."""
+    one waits for the link to change (SimNetwork re-plans it then).
+
+    But while every link is faultless and without jitter or loss, a payload's delay is fixed, and
+    one sent behind others is planned as it is sent (`_plan_behind`), with the same due time it
+    would get at the head: its timer then goes among the others due at the same instant in the
+    order it was sent, whatever was in flight before it on its connection. (Planned at the head,
+    a reply queued behind another went after every payload sent meanwhile to arrive at its
+    instant: the same instant's records came in another order when the network aggregated idle
+    traffic and the payload before it was not sent.) A link change puts them back to waiting
+    for the head (`_unplan_behind`). With jitter the delay is drawn at the head, as ever: the
+    draws keep their order, and different payloads meet at one instant only by the no-overtaking
+    rule, on one connection."""
 
     carries_objects = True
     # (opaque, seconds until the renewed call is sent) -> renewed?; set by whoever reads this end
@@ -222,7 +239,9 @@ class _SimEnd(trio.abc.Stream):
         self._reply_faults: dict = {}  # shared by both ends: see Network._judged
         self.batch = None  # queries coasting on this connection (coast_queries), on both ends
         self.watchers: dict[Callable[[], None], None] = {}  # told once when it closes (watch_peer)
-        self._head_timer: list | None = None  # the timer of the payload at the head, once planned
+        # The timers of the payloads planned, the first ones of _in_flight: the head's, once it is
+        # planned, and those planned behind it (_plan_behind)
+        self._timers: deque[list] = deque()
 
     # --- objects ------------------------------------------------------------------------------
 
@@ -239,8 +258,8 @@ class _SimEnd(trio.abc.Stream):
         call again. The round trip's time, two link latencies, when it did; None when the answer
         must really go."""
         peer = self.peer
-        if (peer is None or peer.call_renewer is None or self._broken or self._closed or peer._broken
-                or peer._closed or self._in_flight or peer._in_flight):
+        if (not self.net.aggregate or peer is None or peer.call_renewer is None or self._broken
+                or self._closed or peer._broken or peer._closed or self._in_flight or peer._in_flight):
             return None
         links = self.net.links
         if links.requests.active or not links.faultless():
@@ -253,8 +272,8 @@ class _SimEnd(trio.abc.Stream):
         both ends open, no fault on any link, no request fault ever set (one might have dropped
         or rewritten a call). None otherwise."""
         peer = self.peer
-        if (peer is None or self._broken or self._closed or peer._broken or peer._closed
-                or self.net.links.requests.ever or not self.net.links.faultless()):
+        if (not self.net.aggregate or peer is None or self._broken or self._closed or peer._broken
+                or peer._closed or self.net.links.requests.ever or not self.net.links.faultless()):
             return None
         return peer
 
@@ -350,18 +369,21 @@ class _SimEnd(trio.abc.Stream):
         while at and queue[at - 1][0] > sent_at:
             at -= 1
         queue.insert(at, (sent_at, payload, _Planned(due)))
+        timers = peer._timers
+        if at < len(timers):  # it goes before payloads planned: they wait for the head again
+            while len(timers) > at:
+                Timers.cancel(timers.pop())
+            # (none planned: what was before the head has arrived)
+            peer._last_delivery = timers[-1][0] if timers else -math.inf
         if at == 0:
-            if peer._head_timer is not None:  # it goes before the head planned: plan again from it
-                Timers.cancel(peer._head_timer)
-                peer._head_timer = None
-                peer._last_delivery = -math.inf  # what was before the head has arrived
             peer._plan_head()
 
     def delivers_everything(self) -> bool:
         """Whether what is sent on this end reaches the peer, in order, unless the connection ends
         first, as TCP promises: until a request fault (which drops or rewrites single commands)
-        is first set on the network."""
-        return not self.net.links.requests.ever
+        is first set on the network. False too while the network does not aggregate: offsets
+        are then resent as RocketMQ resends them, changed or not."""
+        return self.net.aggregate and not self.net.links.requests.ever
 
     def send_object(self, payload: object, size: Size) -> None:
         """Queue `payload` to the peer; `size` (bytes, or a function giving them, asked only when
@@ -468,9 +490,38 @@ class _SimEnd(trio.abc.Stream):
 
     def _enqueue(self, payload: object, size: Size = 0, late: float = 0.0) -> None:
         in_flight = self._in_flight
-        in_flight.append((self.net.now() + late, payload, size))
+        sent_at = self.net.now() + late
+        in_flight.append((sent_at, payload, size))
         if len(in_flight) == 1:
             self._plan_head()
+        elif len(self._timers) == len(in_flight) - 1 and payload is not None:
+            self._plan_behind(sent_at)
+
+    def _plan_behind(self, sent_at: float) -> None:
+        """The payload just queued behind planned ones, planned now if its delay is fixed: every
+        link faultless, no jitter, no loss (no draw of the network's RNG). Its due time is the one
+        the head would give it."""
+        net = self.net
+        links = net.links
+        if links.base_jitter or links.base_loss or self._broken or self._closed or not links.faultless():
+            return
+        delay = links.base_latency
+        due = sent_at + (delay if delay > 0.0 else 0.0)
+        if due < self._last_delivery:
+            due = self._last_delivery
+        self._last_delivery = due
+        self._timers.append(net.call_at(due, self._arrive))
+        if len(self._timers) == 2:
+            net._planned_behind[self] = None
+
+    def _unplan_behind(self) -> None:
+        """A link changed: payloads planned behind the head wait for it again, to be planned by
+        the link as it is when they get there."""
+        timers = self._timers
+        while len(timers) > 1:
+            Timers.cancel(timers.pop())
+        if timers:
+            self._last_delivery = timers[0][0]
 
     def _plan_head(self) -> None:
         if self._broken or self._closed or not self._in_flight:
@@ -502,19 +553,19 @@ class _SimEnd(trio.abc.Stream):
         if due < self._last_delivery:  # no overtaking: TCP delivers in order
             due = self._last_delivery
         self._last_delivery = due = due + transmit
-        self._head_timer = net.call_at(due, self._arrive)
+        self._timers.append(net.call_at(due, self._arrive))
 
     def _arrive(self) -> None:
-        self._head_timer = None
         if self._broken or self._closed:
             return
+        self._timers.popleft()
         payload = self._in_flight.popleft()[1]
         if self._receiver is not None:
             self._deliver(payload)
         else:
             self._inbox.append(payload)
             self._wake()
-        if self._in_flight and self._head_timer is None:  # (a coast ending in the delivery may have planned it)
+        if self._in_flight and not self._timers:  # (a coast ending in the delivery may have planned it)
             self._plan_head()
 
     def _wake(self) -> None:
@@ -529,6 +580,8 @@ class _SimEnd(trio.abc.Stream):
             if end is not None and not end._broken:
                 end._broken = True
                 end._in_flight.clear()
+                end._timers.clear()  # (they find the end broken)
+                end.net._planned_behind.pop(end, None)
                 end._wake()
                 end.net._untrack(end.local, end)
                 end._signal_end()
@@ -538,6 +591,8 @@ class _SimEnd(trio.abc.Stream):
         if not self._closed:
             self._closed = True
             self._in_flight.clear()
+            self._timers.clear()  # (they find the end closed)
+            self.net._planned_behind.pop(self, None)
             self._wake()
             self._signal_end()
             self.net._untrack(self.local, self)
@@ -569,12 +624,13 @@ class _SimListener(trio.abc.Listener):
 
 class SimNetwork(Network):
     def __init__(self, links: Links | None = None, *, seed: int = 0, next_port: int = 30000,
-                 codec: WireCodec | None = None):
-        """Made inside trio: it runs on that run's clock and timers."""
-        super().__init__(links, seed=seed, codec=codec)
+                 codec: WireCodec | None = None, aggregate: bool = True):
+        """Made inside trio: it runs on that run's clock and timers. `aggregate`: see Network."""
+        super().__init__(links, seed=seed, codec=codec, aggregate=aggregate)
         self._listening: dict[str, _SimListener] = {}
         self._next_port = next_port
         self._held: list[_SimEnd] = []  # ends whose next chunk waits for the link to change
+        self._planned_behind: dict[_SimEnd, None] = {}  # ends that may have payloads planned behind the head
         # The clock's own methods, as these run for every payload (trio.current_time() alone
         # costs three calls).
         self.call_at: Callable[[float, Callable[[], None]], object] = timer_source()
@@ -582,6 +638,9 @@ class SimNetwork(Network):
 
     def _notify(self) -> None:
         super()._notify()
+        planned, self._planned_behind = self._planned_behind, {}
+        for end in planned:
+            end._unplan_behind()
         held, self._held = self._held, []
         for end in held:
             end._plan_head()

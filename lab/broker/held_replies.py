@@ -72,7 +72,7 @@ class SuspendedPull(HeldReply):
     without faults the two sides agree to skip them (`renew`, long polling only): the pull stays
     held, as the next one would have been, with what its arrival would have done (the piggy-backed
     offset commit, the pull counted). A message that comes within the skipped round trip's two
-    link latencies is answered that much sooner.
+    link latencies answers it when the pull sent again would have arrived (`back_at`), as then.
 
     Once renewed, a pull coasts (`coast`): it is renewed every period with no timer at all until
     something could make a renewal go otherwise — data, a link change, the consumer's queue or
@@ -155,6 +155,9 @@ class SuspendedPull(HeldReply):
             deadline = at + round_trip + timeout
         self.broker.stats.on_pulls_missed(renewals)
         self.renewed_at, self.deadline = at, deadline
+
+    def back_at(self) -> float:
+        return self.renewed_at + self.round_trip if self.round_trip else -math.inf
 
     def restore(self) -> None:
         restore, self.restore_call = self.restore_call, None

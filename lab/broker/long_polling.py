@@ -68,6 +68,12 @@ class HeldRequest:
     def restore(self) -> None:
         """Coasting no more: the caller's timeout counts again."""
 
+    def back_at(self) -> float:
+        """Renewed in place: when the call sent again would have arrived (after the empty answer's
+        round trip), its renewals made up to now. Until then (and at that very instant) an arrival
+        does not answer it: the call is on the wire. -inf when it is here."""
+        return -math.inf
+
 
 class PullRequestHoldService:
     def __init__(self, now: Callable[[], float] = trio.current_time, *,
@@ -128,11 +134,31 @@ class PullRequestHoldService:
             return
         waiting = []
         for request in held:
-            if self._ready(request):
-                self._answer(request)
-            else:
+            if not self._ready(request):
                 waiting.append(request)
+            elif not self._on_the_wire(request):
+                self._answer(request)
         self._held[key] = waiting
+
+    def _on_the_wire(self, request: HeldRequest) -> bool:
+        """Whether a request found ready on an arrival was renewed in place with the call sent
+        again still on its way (or arriving at this instant, after what arrives now): it then
+        stops coasting and is looked at again when the call would arrive, which would have found
+        the data then."""
+        now = self._now()
+        if self._coasting.pop(request, False) is None:
+            self._settle(request, now)
+        try:
+            back = request.back_at()
+        except Exception as e:
+            self._on_error(e)
+            return False
+        if back < now:
+            return False
+        heapq.heappush(self._checks, (back, next(self._seq), request))
+        if back < self._next_check:
+            self._arm()
+        return True
 
     async def run(self) -> None:
         """Re-check held requests when their time comes, by a timer (no task wakes for it); answer
