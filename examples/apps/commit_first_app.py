@@ -2,8 +2,8 @@
 
 What it gets wrong: its consume callback only puts each message on an in-memory queue and returns
 at once, so the client counts the message consumed and commits its offset within 5 s; a worker
-thread processes the queue more slowly than messages arrive (2 a second against 5). When the queue
-holds more than APP_BACKLOG_LIMIT messages (40) the app "runs out of memory" and exits with code 3,
+thread processes the queue more slowly than messages arrive (1 a second against 5). When the queue
+holds more than APP_BACKLOG_LIMIT messages (20) the app "runs out of memory" and exits with code 3,
 and every message on the queue is lost: the broker has their offsets committed, so neither this app
 restarted nor another consumer of the group will ever be given them again.
 
@@ -27,7 +27,7 @@ class CommitFirstApp(App):
     def __init__(self, args):
         super().__init__(args)
         self.backlog: queue.Queue = queue.Queue()
-        self.limit = int(os.environ.get("APP_BACKLOG_LIMIT", "40"))
+        self.limit = int(os.environ.get("APP_BACKLOG_LIMIT", "20"))
         threading.Thread(target=self.work, name="work", daemon=True).start()
 
     def on_message(self, msg) -> None:
@@ -41,7 +41,7 @@ class CommitFirstApp(App):
     def work(self) -> None:
         while True:
             topic, queue_id, offset, uniq_key = self.backlog.get()
-            self.stopping.wait(0.5)  # slow processing: 2 messages a second
+            self.stopping.wait(1.0)  # slow processing: a message a second
             with self.lock:
                 self.received.add(uniq_key)
             self.write(op="receive", topic=topic, queue=queue_id, offset=offset, uniq_key=uniq_key, ok=True)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -107,7 +108,8 @@ def test_an_app_that_never_retries_is_caught_when_the_only_master_is_down(tmp_pa
     by_name = results(report)
     recovers = by_name["the app retries until the master is back, then sends at full rate"]
     assert recovers["ok"] is False, held(report)
-    assert "after restart broker-a-0 ended the faults at t=28s (no ack after it)" in recovers["detail"]
+    assert re.search(r"after restart broker-a-0 ended the faults at t=28(\.\d)?s \(no ack after it\)",
+                     recovers["detail"]), recovers["detail"]
     rate = by_name["the app sends at its rate outside the fault"]
     assert rate["ok"] is False and "app had 0 sends acknowledged in the second from" in rate["detail"]
     assert by_name["the app runs through every fault and stops cleanly when the lab stops it"]["ok"] is True
@@ -134,7 +136,8 @@ def test_an_app_that_exits_without_nameservers_is_caught(tmp_path):
     assert report["exit"] == 1, held(report)
     running = results(report)["the app runs through every fault and stops cleanly when the lab stops it"]
     assert running["ok"] is False, held(report)
-    assert "(exit code 2) before the lab stopped it, during ns-down all (since t=10s)" in running["detail"]
+    assert re.search(r"\(exit code 2\) before the lab stopped it, during ns-down all \(since t=10(\.\d)?s\)",
+                     running["detail"]), running["detail"]
 
 
 @pytest.mark.skipif(os.environ.get("NSLAB_APP_LIBRARY") != "1",
