@@ -414,3 +414,50 @@ async def test_export_configs_reads_each_master_s_16_keys_and_counts_the_cluster
     # a slave answers 26 too (exportConfigs does not ask it): its role is SLAVE
     slave_props = java_properties((await tcp.call(slave.address, admin.GET_BROKER_CONFIG)).body.decode("iso-8859-1"))
     assert (slave_props["brokerRole"], slave_props["brokerId"]) == ("SLAVE", "1")
+
+
+# --- cloneGroupOffset: 105, 208, 105, then 15 per queue ----------------------------------------------------
+
+async def test_clone_group_offset_copies_every_queue_s_offset_the_consume_stats_list(tcp):
+    """CloneGroupOffsetCommand (4.9.8): examineConsumeStats(srcGroup) — the route of
+    %RETRY%<srcGroup> (105), GET_CONSUME_STATS (208) to each of its brokers — then the topic's
+    route (105) and UPDATE_CONSUMER_OFFSET (15) of destGroup for every queue of the stats, the
+    retry queue too, to the broker of its name."""
+    tcp.config.consumer.rebalanceInterval = 0.5
+    ns, broker = await cluster(tcp)
+    node = tcp.node("consumer-0")
+    consumer = Consumer(node, MQClientInstance(node, [ns], tcp.nursery), [TOPIC])
+    await consumer.start()
+    src = consumer.consumer_group
+    with trio.fail_after(10):
+        while len(consumer.process_queue_table) < 5:
+            await trio.sleep(0.05)
+    for i in range(6):
+        await tcp.send(broker.address, b"m%d" % i, queue_id=i % 3)
+    with trio.fail_after(10):
+        while len(tcp.kinds("consumer.consume")) < 6:
+            await trio.sleep(0.05)
+    await consumer.persist_consumer_offset()
+    await consumer.shutdown()
+
+    retry_route = route(tcp, ns, f"%RETRY%{src}")
+    assert [b.broker_name for b in retry_route.broker_datas] == ["broker-a"]
+    stats = await tcp.call(broker.address, admin.GET_CONSUME_STATS, {"consumerGroup": src})
+    assert stats.code == ResponseCode.SUCCESS
+    text = stats.body.decode()
+    table = json.loads(MQ_KEY.sub(lambda m: json.dumps(f"{m[1]}|{m[3]}|{m[2]}") + ":", text))["offsetTable"]
+    # TopicTest's 4 queues; the retry queue once its first pull came back (held 15 s while empty)
+    assert {(k.split("|")[1], k.split("|")[2]) for k in table} >= {(TOPIC, str(q)) for q in range(4)}
+    addr = {b.broker_name: b.broker_addrs[0] for b in route(tcp, ns, TOPIC).broker_datas}
+    for key, wrapper in table.items():
+        broker_name, topic, queue_id = key.split("|")
+        if wrapper["consumerOffset"] >= 0:
+            reply = await tcp.call(addr[broker_name], RequestCode.UPDATE_CONSUMER_OFFSET, {
+                "consumerGroup": "cloned", "topic": topic, "queueId": queue_id, "commitOffset": wrapper["consumerOffset"]})
+            assert reply.code == ResponseCode.SUCCESS
+    offsets = broker.broker.store.consumer_offsets
+    cloned = {(t, q): o for (g, t, q), o in offsets.items() if g == "cloned"}
+    assert cloned == {(k.split("|")[1], int(k.split("|")[2])): w["consumerOffset"] for k, w in table.items()}
+    # what the source committed, and 0 for a queue it had none on (getConsumeStats says 0 there too)
+    assert cloned == {**{(t, q): o for (g, t, q), o in offsets.items() if g == src}, (TOPIC, 3): 0}
+    assert [cloned[(TOPIC, q)] for q in range(4)] == [2, 2, 2, 0]
