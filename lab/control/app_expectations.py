@@ -541,64 +541,103 @@ class AppRecovers(_AckTimes):
 
 
 class AppAvoidsKilledBroker(AppCheck):
-    """The app stops sending to a killed (or stopped) broker within `within` — the route poll
-    interval it claims — and sends nothing to it from then until the broker restarts. A kill is
-    judged when the app had sent to that broker before it and sent anywhere in that stretch."""
+    """After a broker is killed (or stopped) at t, within `within` — the route poll interval the app
+    claims, plus a few seconds — the app has fetched a route that no longer lists it, for every
+    topic it had sent to that broker, and from then until the broker restarts it sends nothing to
+    it.
+
+    Why the route: a send to a dead broker never reaches the lab's relays — the connection is
+    refused (or closed before a frame passes) — so the wire shows what the app learnt (its route
+    replies, `app.route`) better than what it tried. Any send to the broker the relays do see
+    after that (an `app.send`, or a SEND_MESSAGE `app.request`) fails it too. A kill is judged when
+    the app had sent to that broker before it and the broker stayed down past t + within (or the
+    app's route dropped it sooner)."""
 
     def __init__(self, name, *, within: float, brokers: set[str], **kw):
         super().__init__(name, **kw)
         self.within, self.brokers = within, brokers
-        self.sent_to: set[str] = set()  # brokers the app sent to so far
-        self.kills: list[dict] = []  # {broker, t, until, used, sends}
+        self.topics_on: dict[str, set] = {}  # broker -> topics the app sent to it
+        self.kills: list[dict] = []
 
     def observe(self, r: dict) -> None:
         if r["kind"] == "chaos.fault" and r.get("verb") in ("kill", "stop", "restart"):
+            t = round(r["t"], 1)
             for node in r.get("nodes", []):
                 if node not in self.brokers:
                     continue
                 for kill in self.kills:
                     if kill["broker"] == node and kill["until"] is None:
-                        kill["until"] = round(r["t"], 1)
+                        kill["until"] = t
                 if r["verb"] != "restart":
-                    self.kills.append({"broker": node, "t": round(r["t"], 1), "until": None,
-                                       "used": node in self.sent_to, "sends": 0})
+                    topics = set(self.topics_on.get(node, ()))
+                    self.kills.append({"broker": node, "t": t, "until": None, "topics": topics,
+                                       "unlearnt": set(topics), "learnt": None, "sends": 0, "last": {}})
         super().observe(r)
+        self.tick(r["t"])
+
+    def _open(self, kill: dict, t: float) -> bool:
+        return kill["t"] <= t and (kill["until"] is None or t < kill["until"])
 
     def observe_app(self, r: dict) -> None:
-        peer = r.get("peer")
-        if r["kind"] == "app.send" or (r["kind"] == "app.request" and r.get("code") in SEND_CODES):
-            if r["kind"] == "app.send":
-                self.sent_to.add(peer)
+        kind, peer, t = r["kind"], r.get("peer"), r["t"]
+        if kind == "app.route" and r.get("result") == 0:
             for kill in self.kills:
-                if kill["t"] + self.within <= r["t"] and (kill["until"] is None or r["t"] < kill["until"]):
-                    if peer == kill["broker"]:
-                        self.fail(f"{r['node']} sent to {peer} at t={r['t']:.1f}s, {r['t'] - kill['t']:.1f}s after it "
-                                  f"was killed at t={kill['t']:g}s (within {self.within:g}s)", r["t"])
-                    else:
-                        kill["sends"] += r["kind"] == "app.send"
+                if self._open(kill, t) and r.get("topic") in kill["unlearnt"]:
+                    kill["last"][r["topic"]] = r
+                    if kill["broker"] not in (r.get("brokers") or []):
+                        kill["unlearnt"].discard(r["topic"])
+                        if not kill["unlearnt"] and kill["learnt"] is None:
+                            kill["learnt"] = (t, peer)
+        elif kind == "app.send" or (kind == "app.request" and r.get("code") in SEND_CODES):
+            if kind == "app.send" and r.get("topic"):
+                self.topics_on.setdefault(peer, set()).add(r["topic"])
+            for kill in self.kills:
+                if not self._open(kill, t):
+                    continue
+                learnt = kill["learnt"][0] if kill["learnt"] else None
+                if peer == kill["broker"] and ((learnt is not None and t > learnt) or t >= kill["t"] + self.within):
+                    when = f"after its route dropped it at t={learnt:.1f}s" if learnt is not None else \
+                        f"{t - kill['t']:.1f}s after it was killed at t={kill['t']:g}s (within {self.within:g}s)"
+                    self.fail(f"{r['node']} sent to {peer} at t={t:.1f}s, {when}", t)
+                elif peer != kill["broker"] and kind == "app.send":
+                    kill["sends"] += 1
+
+    def tick(self, now: float) -> None:
+        super().tick(now)
+        for kill in self.kills:
+            if kill["topics"] and kill["unlearnt"] and kill["t"] + self.within < now and \
+                    (kill["until"] is None or kill["until"] > kill["t"] + self.within):
+                topic = sorted(kill["unlearnt"])[0]
+                last = kill["last"].get(topic)
+                seen = (f"its last route of {topic}, from {last['peer']} at t={last['t']:.1f}s, still listed it"
+                        if last else f"it fetched no route of {topic} since")
+                self.fail(f"{self.who} still routed to {kill['broker']} {self.within:g}s after it was killed at "
+                          f"t={kill['t']:g}s: {seen}", now)
 
     def finish(self, now: float) -> None:
         if self.decided:
             return
+        self.tick(self.end(now))
+        if self.decided:
+            return
         if not self.kills:
             return self.nothing("no broker was killed or stopped", now)
-        judged = []
+        judged, why = [], []
         for kill in self.kills:
-            until = kill["until"] if kill["until"] is not None else self.end(now)
-            if kill["used"] and kill["sends"] and until > kill["t"] + self.within:
-                judged.append(f"{kill['broker']} from t={kill['t'] + self.within:g}s to "
-                              f"{'its restart at ' if kill['until'] is not None else ''}t={until:g}s "
+            name = f"{kill['broker']} killed at t={kill['t']:g}s"
+            if not kill["topics"]:
+                why.append(f"{name}: {self.who} had not sent to it")
+            elif kill["learnt"] is None:
+                why.append(f"{name}: it was back or the timeline over before t={kill['t'] + self.within:g}s")
+            else:
+                t, ns = kill["learnt"]
+                until = f"its restart at t={kill['until']:g}s" if kill["until"] is not None else "the end"
+                judged.append(f"{kill['broker']} {t - kill['t']:.1f}s after its kill at t={kill['t']:g}s (a route "
+                              f"from {ns} at t={t:.1f}s) and sent nothing to it until {until} "
                               f"({kill['sends']} sends elsewhere)")
         if not judged:
-            why = "; ".join(
-                f"{k['broker']} killed at t={k['t']:g}s: " + (
-                    f"{self.who} had not sent to it" if not k["used"] else
-                    f"it was back or the timeline over before t={k['t'] + self.within:g}s"
-                    if (k["until"] if k["until"] is not None else self.end(now)) <= k["t"] + self.within else
-                    f"{self.who} sent nothing after t={k['t'] + self.within:g}s") for k in self.kills)
-            self.unjudged(why, now)
-            return
-        self.succeed(f"{self.who} sent nothing to {'; '.join(judged)}", now)
+            return self.unjudged("; ".join(why), now)
+        self.succeed(f"{self.who}'s routes dropped " + "; ".join(judged) + f" (within {self.within:g}s)", now)
 
 
 TERM_CODES = (0, 128 + 15)  # 143: a shell's report of a child that died of SIGTERM
