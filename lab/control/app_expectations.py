@@ -1,7 +1,7 @@
 """Expectations about a real application under chaos (issue 39), judged from its `app.*` records.
 
 An app run by `nslab run NAME --app CMD` (or a scenario's `[[app]]` table) reaches the lab through
-relays that record what it did on the wire (docs/events.md, "Applications"): `app.start`,
+relays that record what it did on the wire (lab/apps/wire_watch.py; docs/apps.md): `app.start`,
 `app.exit`, `app.conn`, `app.request`, `app.route`, `app.heartbeat`, `app.send`, `app.deliver`,
 `app.commit`. The checks here read those records, and the lab's `chaos.fault` records for the fault
 windows; docs/apps.md is their reference for people.
@@ -14,10 +14,10 @@ other expectation, is "could not be judged" when it saw nothing to judge — nev
 - app_duplicates      at most `max` deliveries beyond a message's first, per consumer group (phase?)
 - app_send_rate       acknowledged sends per whole second never below `min`: in the phase, or
                       outside the fault windows (each extended by `settle`)
-- app_recovers        after each fault window ends, the app has `min` acknowledged sends within one
-                      second within `within`
-- app_avoids_killed_broker  after a broker is killed (or stopped), the app sends nothing to it from
-                      `within` later until it restarts
+- app_recovers        each time the run comes out of its fault windows, within `within` the app has
+                      `min` sends acknowledged inside one second
+- app_avoids_killed_broker  within `within` of a broker's kill (or stop) the app's route drops it,
+                      and the app sends nothing to it from then until it restarts
 - app_keeps_running   the app never exits before the lab stops it; when stopped, it exits 0 or dies
                       of the lab's SIGTERM within its grace
 - app_history         the app's own JSON-lines history agrees with the wire: nothing it says was sent
