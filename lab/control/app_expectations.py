@@ -461,7 +461,7 @@ class AppSendRate(_AckTimes):
                    if self.phased or not self.faults.faulty(k, k + 1, self.settle)]
         if not seconds:
             self.unjudged(f"no whole second {self.where} from {self.who}'s first acknowledged send "
-                          f"(t={min(self.acks):.1f}s) to t={end:g}s", now)
+                          f"(t={min(self.acks):.1f}s) to t={round(end, 1):g}s", now)
             return
         counts = Counter(math.floor(t) for t in self.acks)
         low = [k for k in seconds if counts[k] < self.minimum]
@@ -558,6 +558,8 @@ class AppAvoidsKilledBroker(AppCheck):
         self.within, self.brokers = within, brokers
         self.topics_on: dict[str, set] = {}  # broker -> topics the app sent to it
         self.kills: list[dict] = []
+        self.running: set[str] = set()  # apps running now
+        self.exited_at: float | None = None  # when the last running app exited
 
     def observe(self, r: dict) -> None:
         if r["kind"] == "chaos.fault" and r.get("verb") in ("kill", "stop", "restart"):
@@ -580,6 +582,12 @@ class AppAvoidsKilledBroker(AppCheck):
 
     def observe_app(self, r: dict) -> None:
         kind, peer, t = r["kind"], r.get("peer"), r["t"]
+        if kind == "app.start":
+            self.running.add(r["node"])
+        elif kind == "app.exit":
+            self.running.discard(r["node"])
+            if not self.running:
+                self.exited_at = t
         if kind == "app.route" and r.get("result") == 0:
             for kill in self.kills:
                 if self._open(kill, t) and r.get("topic") in kill["unlearnt"]:
@@ -606,7 +614,8 @@ class AppAvoidsKilledBroker(AppCheck):
         super().tick(now)
         for kill in self.kills:
             if kill["topics"] and kill["unlearnt"] and kill["t"] + self.within < now and \
-                    (kill["until"] is None or kill["until"] > kill["t"] + self.within):
+                    (kill["until"] is None or kill["until"] > kill["t"] + self.within) and \
+                    (self.running or self.exited_at is None or self.exited_at > kill["t"] + self.within):
                 topic = sorted(kill["unlearnt"])[0]
                 last = kill["last"].get(topic)
                 seen = (f"its last route of {topic}, from {last['peer']} at t={last['t']:.1f}s, still listed it"
@@ -627,6 +636,10 @@ class AppAvoidsKilledBroker(AppCheck):
             name = f"{kill['broker']} killed at t={kill['t']:g}s"
             if not kill["topics"]:
                 why.append(f"{name}: {self.who} had not sent to it")
+            elif kill["learnt"] is None and self.exited_at is not None and not self.running and \
+                    self.exited_at <= kill["t"] + self.within:
+                why.append(f"{name}: {self.who} was not running at t={kill['t'] + self.within:g}s "
+                           f"(it exited at t={self.exited_at:.1f}s)")
             elif kill["learnt"] is None:
                 why.append(f"{name}: it was back or the timeline over before t={kill['t'] + self.within:g}s")
             else:

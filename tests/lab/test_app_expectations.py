@@ -281,6 +281,8 @@ def test_avoids_cannot_be_judged_without_a_kill_or_time_after_it(tmp_path):
     assert r.ok is None and "no broker was killed" in r.detail
     r = one(judge(tmp_path, AVOIDS, history(restart_at=44.0)))
     assert r.ok is None and "broker-a-0 killed at t=40s: it was back or the timeline over before t=75s" in r.detail
+    r = one(judge(tmp_path, AVOIDS, history(exit_at=50.0, exit_code=1, polls=(5.0,))))
+    assert r.ok is None and "app was not running at t=75s (it exited at t=50.0s)" in r.detail
 
 
 # --- app_keeps_running --------------------------------------------------------------------------

@@ -5,8 +5,9 @@ caught by the expectation built for it, with the right message.
 The bundled app scenarios take 2-2.5 minutes of real time each, too long for `make test`: these
 tests run each one shortened (its faults earlier, its end sooner: `shortened` edits the bundled
 text, and fails loudly when the bundled file no longer says what it replaces), under a minute each.
-With NSLAB_APP_LIBRARY=1 the last test runs the whole bundled library, full length, with python_app
-(~20 minutes): `NSLAB_APP_LIBRARY=1 .venv/bin/python -m pytest tests/real/test_app_scenarios.py -k library`.
+With NSLAB_APP_LIBRARY=1 the last tests run the whole bundled library, full length, with python_app,
+and each broken app through the scenario that catches it (~25 minutes):
+`NSLAB_APP_LIBRARY=1 .venv/bin/python -m pytest tests/real/test_app_scenarios.py -k library`.
 """
 
 from __future__ import annotations
@@ -140,9 +141,25 @@ def test_an_app_that_exits_without_nameservers_is_caught(tmp_path):
                      running["detail"]), running["detail"]
 
 
-@pytest.mark.skipif(os.environ.get("NSLAB_APP_LIBRARY") != "1",
-                    reason="the whole app library at full length (~20 min): set NSLAB_APP_LIBRARY=1")
+LIBRARY = pytest.mark.skipif(os.environ.get("NSLAB_APP_LIBRARY") != "1",
+                             reason="the app library at full length (~25 min): set NSLAB_APP_LIBRARY=1")
+
+
+@LIBRARY
 @pytest.mark.parametrize("path", scenarios.app_scenarios(), ids=lambda p: p.stem)
 def test_the_well_behaved_app_is_valid_on_the_whole_library(tmp_path, path):
     report, _ = run_app(tmp_path, path.stem, path.read_text(), "python_app.py", timeout=400)
     assert report["exit"] == 0, held(report)
+
+
+@LIBRARY
+@pytest.mark.parametrize("scenario, app, caught", [
+    ("app-master-down", "no_retry_app.py", "the app retries until the master is back, then sends at full rate"),
+    ("app-broker-crash", "commit_first_app.py", "every message acknowledged to the app is consumed by its group"),
+    ("app-all-nameservers-down", "ns_crash_app.py",
+     "the app runs through every fault and stops cleanly when the lab stops it"),
+], ids=["no_retry_app", "commit_first_app", "ns_crash_app"])
+def test_each_broken_app_is_caught_by_the_full_library_scenario(tmp_path, scenario, app, caught):
+    path = scenarios.find(scenario)
+    report, _ = run_app(tmp_path, scenario, path.read_text(), app, timeout=400)
+    assert report["exit"] == 1 and results(report)[caught]["ok"] is False, held(report)
