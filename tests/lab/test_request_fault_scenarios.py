@@ -11,12 +11,11 @@ from lab.control import scenarios
 from lab.events import read_events
 from lab.run.runner import RunOptions
 
-# scenario, time speed (slow enough for a loaded machine: a send times out at 3 virtual s;
-# a 10,000-topic registration needs the slower one), what its fault did
+# scenario, time speed (slow enough for a loaded machine: a send times out at 3 virtual s), what its
+# fault did
 CASES = [
     ("registrations-lost", 20, {("REGISTER_BROKER", "drop")}),
     ("route-replies-delayed", 10, {("GET_ROUTEINFO_BY_TOPIC", "reply")}),
-    # Speed 5: its 10,000-topic registrations must finish inside the 6 s timeout (1.2 s of real time).
     ("heartbeat-storm", 5, {("REGISTER_BROKER", "slow"), ("GET_ROUTEINFO_BY_TOPIC", "wait")}),
     ("route-dialect", 20, {("GET_ROUTEINFO_BY_TOPIC", "dialect")}),
 ]
@@ -25,7 +24,15 @@ CASES = [
 @pytest.mark.parametrize("name, speed, acted", CASES, ids=[c[0] for c in CASES])
 def test_a_request_fault_scenario_holds_over_real_sockets(name, speed, acted, tmp_path):
     path = tmp_path / f"{name}.events"
-    verdict = scenarios.run(scenarios.prepare(name, seed=2), RunOptions(sim=False, speed=speed, events_path=path))
+    text = scenarios.find(name).read_text()
+    # Real CPU is not sped up: a 10,000-topic registration (1.5 MB encoded, decoded and applied)
+    # must finish inside the 6 s timeout, 1.2 s of real time at 5x, which a machine busy with other
+    # work misses, and the broker then closes its channel before the fault. 2,000 topics keep what
+    # the relays are tested for (the slow REGISTER_BROKER, the route queries behind it); the seed
+    # gate runs the full storm simulated.
+    text = text.replace("count = 10000", "count = 2000")
+    prepared = scenarios.prepare(name, seed=2, text=text)
+    verdict = scenarios.run(prepared, RunOptions(sim=False, speed=speed, events_path=path))
     assert verdict.valid is True, [f"{r.name}: {r.detail}" for r in verdict.results if r.ok is not True]
     records = [r for r in read_events(path.read_bytes()) if r["kind"] == "chaos.request"]
     assert acted <= {(r["request"], r["action"]) for r in records}
