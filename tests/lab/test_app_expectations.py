@@ -13,6 +13,7 @@ from chaos.checks import Checker, verdict
 from chaos.scenario import ScenarioError
 from lab.control import expectations, scenarios
 from lab.control.app_expectations import FaultWindows
+from lab.run.runner import RunOptions
 
 GROUP = "CG-app"
 TOPIC = "AppTopic"
@@ -405,3 +406,24 @@ def test_fault_windows_follow_each_fault_to_its_end():
     assert windows.at(15) == ["ns-down all (since t=10s)"]
     assert windows.ended_by(70) == "toxic ns-1 dialect running out"
     assert windows.ended_by(30) == "ns-up all" and windows.ended_by(50) == "heal"
+
+
+# --- the bundled app scenarios ------------------------------------------------------------------
+
+@pytest.mark.parametrize("path", scenarios.app_scenarios(), ids=lambda p: p.stem)
+def test_every_bundled_app_scenario_is_ready_for_an_app(path):
+    text = path.read_text()
+    assert text.startswith("# ") and len(text.splitlines()[0]) > 40, path.name
+    prepared = scenarios.prepare(str(path), apps=["python app.py"])
+    assert prepared.scenario.teaches and prepared.scenario.duration <= 150  # minutes of CI, not more
+    assert [a.name for a in prepared.apps] == ["app"] and prepared.apps[0].command == "python app.py"
+    types = {e.type for e in prepared.scenario.expectations}
+    assert {"app_keeps_running", "app_acked_consumed"} <= types
+    assert all(t.startswith("app_") for t in types), types  # the lab runs no clients of its own
+    assert scenarios.app_problem(scenarios.prepare(str(path)), RunOptions(sim=False)) is not None  # needs --app
+
+
+def test_the_simulated_library_leaves_the_app_scenarios_out():
+    assert len(scenarios.app_scenarios()) == 8
+    assert not any(p.stem.startswith("app-") for p in scenarios.bundled())
+    assert scenarios.find("app-broker-crash") == scenarios.BUNDLED / "app-broker-crash.toml"
