@@ -137,6 +137,12 @@ class PacedVirtualClock(VirtualClock):
         self._reanchor()
         self._anchor_virtual += seconds
 
+    @property
+    def horizon(self) -> float:
+        """How far virtual time may go now. Paused, the clock comes to rest there once it has run
+        through what was due before it: current_time() then equals it (when anything is due later)."""
+        return self._horizon()
+
     def _reanchor(self) -> None:
         horizon = self._horizon()
         self._anchor_virtual = max(self._now, horizon) if horizon != math.inf else self._now
