@@ -11,7 +11,12 @@ Every client polls every topic it uses every 30 s, as RocketMQ's do: the large c
 ~1,300 route queries per virtual second. Prints, per cluster, wall time, speed (virtual / real),
 events per wall second, event-log bytes per virtual minute and the process's peak RSS (ru_maxrss
 from wait4); and, with no target, when every node was up (each client fetches every route it
-uses before it is up) and the speed from then on. Usage: bench_cluster_scale.py [--minutes N] [NAME ...]
+uses before it is up) and the speed from then on.
+
+Each cluster runs twice: with the simulator's aggregation of idle traffic (the default) and
+without it (NSLAB_AGGREGATE=0, every role's plain flow, call by call; the same event log, slower).
+The large cluster's target without it: >= 5x real time, <= 500 MB peak RSS.
+Usage: bench_cluster_scale.py [--minutes N] [--no-off] [NAME ...]
 """
 
 from __future__ import annotations
@@ -32,11 +37,12 @@ NSLAB = str(Path(sys.executable).with_name("nslab"))
 SEED = 1
 LARGE = ["cluster.nameservers=3", "cluster.brokers=" + ",".join(f"broker-{c}" for c in "abcdefghij"),
          "cluster.topics=2000", "cluster.producers=10", "cluster.consumers=10"]
-# name: (what it is, --set values, speed target, RSS target MB, event-log target MB per virtual minute)
+# name: (what it is, --set values, speed target, RSS target MB, event-log target MB per virtual
+# minute, speed target with aggregation off)
 CLUSTERS = {
-    "default": ("2 NameServers, 2 groups x 2, 4 topics, 2 + 2 clients", [], 300, None, None),
-    "topics": ("the default with cluster.topics=400", ["cluster.topics=400"], 150, None, None),
-    "large": ("3 NameServers, 10 groups x 2, 2,000 topics, 10 + 10 clients", LARGE, 20, 500, 10),
+    "default": ("2 NameServers, 2 groups x 2, 4 topics, 2 + 2 clients", [], 300, None, None, None),
+    "topics": ("the default with cluster.topics=400", ["cluster.topics=400"], 150, None, None, None),
+    "large": ("3 NameServers, 10 groups x 2, 2,000 topics, 10 + 10 clients", LARGE, 20, 500, 10, 5),
 }
 
 
@@ -58,11 +64,12 @@ class Run(NamedTuple):
     run_wall: float  # what nslab says the run took (no interpreter start)
 
 
-def one_run(sets: list[str], seconds: int, events: Path) -> Run:
+def one_run(sets: list[str], seconds: int, events: Path, *, aggregate: bool = True) -> Run:
     """One whole process. The virtual seconds include the clients' start (each fetches every
     topic's route before it is up) and the drain; the speed is figured on --duration alone."""
     start = time.monotonic()
-    process = subprocess.Popen(command(sets, seconds, events), stdout=subprocess.PIPE, text=True)
+    env = {**os.environ, "NSLAB_AGGREGATE": "1" if aggregate else "0"}
+    process = subprocess.Popen(command(sets, seconds, events), stdout=subprocess.PIPE, text=True, env=env)
     out = process.stdout.read()
     _, status, usage = os.wait4(process.pid, 0)  # the child's own ru_maxrss, not the largest so far
     wall = time.monotonic() - start
@@ -78,6 +85,7 @@ def one_run(sets: list[str], seconds: int, events: Path) -> Run:
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--minutes", type=float, default=10, help="virtual minutes per run (10)")
+    parser.add_argument("--no-off", action="store_true", help="skip the runs with aggregation off")
     parser.add_argument("names", nargs="*", help=f"clusters to run: {', '.join(CLUSTERS)} (all)")
     options = parser.parse_args(argv)
     unknown = [n for n in options.names if n not in CLUSTERS]
@@ -88,7 +96,7 @@ def main(argv: list[str]) -> None:
     started = time.monotonic()
     with tempfile.TemporaryDirectory() as tmp:
         for name in options.names or CLUSTERS:
-            what, sets, speed_target, rss_target, log_target = CLUSTERS[name]
+            what, sets, speed_target, rss_target, log_target, off_target = CLUSTERS[name]
             title(f"{name}: {what}, simulated, {seconds / 60:g} virtual minutes, seed {SEED}, whole process")
             events = Path(tmp) / f"{name}.events"
             print("  command: nslab up --headless --sim --seed 1 --duration "
@@ -107,6 +115,15 @@ def main(argv: list[str]) -> None:
             figure("events per wall second", run.events / run.wall, "events/s", fmt="{:,.0f}")
             figure("event log per virtual minute", size / 1e6 / (seconds / 60), "MB", log_target, fmt="{:,.2f}")
             figure("peak RSS", run.rss_kib / 1024, "MB", rss_target, fmt="{:,.0f}")
+            if options.no_off:
+                continue
+            print("  the same with aggregation off (NSLAB_AGGREGATE=0):", flush=True)
+            plain = Path(tmp) / f"{name}.plain.events"
+            off = one_run(sets, seconds, plain, aggregate=False)
+            figure("wall time, aggregation off", off.wall, "s", fmt="{:,.2f}")
+            figure("virtual / real, aggregation off", seconds / off.wall, "x", off_target, at_least=True, fmt="{:,.1f}")
+            figure("peak RSS, aggregation off", off.rss_kib / 1024, "MB", rss_target, fmt="{:,.0f}")
+            figure("events, aggregation off", off.events, "records", fmt="{:,.0f}")
     elapsed = time.monotonic() - started
     busy_after, _ = cpu_stat()
     other_load_note(max(0.0, (busy_after - busy_before) / elapsed - 1.0), "this machine's CPUs")

@@ -41,11 +41,11 @@ class ResponseFuture:
     asynchronous call, its callback runs. The caller parks on trio's lowest level rather than on
     an Event: this is every call's wait."""
 
-    __slots__ = ("code", "timeout", "deadline", "response", "renew", "_waiter", "_callback", "_on_error")
+    __slots__ = ("code", "timeout", "deadline", "response", "_waiter", "_callback", "_on_error")
 
     def __init__(self, code: int, timeout: float, deadline: float, callback: ReplyCallback | None,
-                 on_error: Callable[[Exception], None], renew: Callable[[], bool] | None = None) -> None:
-        self.code, self.timeout, self.deadline, self.renew = code, timeout, deadline, renew
+                 on_error: Callable[[Exception], None]) -> None:
+        self.code, self.timeout, self.deadline = code, timeout, deadline
         self.response: RemotingCommand | RemotingError | None = None
         self._waiter: trio.lowlevel.Task | None = None
         self._callback = callback
@@ -92,7 +92,7 @@ class RemotingClient:
         self._opaques = opaques if opaques is not None else itertools.count()
         self._pending: dict[int, ResponseFuture] = {}
         # (deadline, opaque) per call, lazily: an entry may outlive its call or lag behind a
-        # renewed deadline, and is dropped or pushed again when it comes up. A consumer keeps
+        # deadline moved since, and is dropped or pushed again when it comes up. A consumer keeps
         # thousands of pulls out on one connection; scanning them all for the earliest deadline,
         # at every expiry timer, was a large cluster's single biggest cost.
         self._deadlines: list[tuple[float, int]] = []
@@ -108,11 +108,6 @@ class RemotingClient:
         self._expiry_deadline = -math.inf  # the earliest deadline armed; -inf: none may be (not reading)
         self.closed_reason: str | None = None
         self._now = trio.lowlevel.current_clock().current_time  # trio.current_time, in one call
-        if hasattr(stream, "call_renewer"):  # a simulated connection: see _renew and _coast
-            stream.call_renewer = self._renew
-            stream.call_coaster = self._coast
-        self._coasting: dict[int, object] = {}  # opaque -> its holder's call, which has wake()
-        self._restore_call = self._restore  # one bound method for every coasting call
 
     def _next_opaque(self) -> int:
         # A Java int, wrapping negative as RocketMQ's counter does; a ROCKETMQ header holds int32.
@@ -132,18 +127,14 @@ class RemotingClient:
         finally:
             self._pending.pop(request.opaque, None)
 
-    def invoke_async(self, request: RemotingCommand, timeout: float, callback: ReplyCallback, *,
-                     renew: Callable[[], bool] | None = None) -> None:
+    def invoke_async(self, request: RemotingCommand, timeout: float, callback: ReplyCallback) -> None:
         """NettyRemotingAbstract.invokeAsyncImpl: send `request` now and return; `callback` gets the
         reply, or the RemotingError that ends the call (a timeout, the connection's end), where it
         lands — in trio's loop or this client's reader, not in a task — so it must not block. The
-        connection's writer sends it. RemotingError at once when the connection is already closed.
-
-        `renew`, for a long-polled call: whether the caller, given the empty answer a long poll
-        ends with, would send the same call again at once; see _renew."""
+        connection's writer sends it. RemotingError at once when the connection is already closed."""
         if self.closed_reason is not None:
             raise RemotingError(f"connection closed: {self.closed_reason}")
-        self._register(request, timeout, callback).renew = renew
+        self._register(request, timeout, callback)
         # A send that fails is the reader's business: the connection's end fails every pending call.
         try:
             self.connection.send_soon(request)
@@ -151,18 +142,10 @@ class RemotingClient:
             self._pending.pop(request.opaque, None)
             raise RemotingError(f"request {request.code} cannot be encoded: {e}") from e
 
-    def adopt_async(self, request: RemotingCommand, timeout: float, callback: ReplyCallback, sent_at: float) -> None:
-        """invoke_async's bookkeeping alone, for a call sent at `sent_at` by a coasting batch
-        (_SimEnd.coast_queries), which puts it back on the wire itself: numbered, its timeout
-        counted from then. On a closed connection the callback gets the error at once."""
-        if self.closed_reason is not None:
-            callback(RemotingError(f"connection closed: {self.closed_reason}"))
-            return
-        self._register(request, timeout, callback, sent_at)
-
     def _register(self, request: RemotingCommand, timeout: float, callback: ReplyCallback | None = None,
                   sent_at: float | None = None) -> ResponseFuture:
-        """Number the request and wait for its reply, due `timeout` from now (or from `sent_at`)."""
+        """Number the request and wait for its reply, due `timeout` from now (or from `sent_at`, a
+        call sent before)."""
         request.opaque = self._next_opaque()
         future = self._pending[request.opaque] = ResponseFuture(
             request.code, timeout, (self._now() if sent_at is None else sent_at) + timeout, callback,
@@ -209,7 +192,6 @@ class RemotingClient:
                 future.put(RemotingError(f"connection closed: {self.closed_reason}"))
             self._pending.clear()
             self._deadlines.clear()
-            self._coasting.clear()
             await self.connection.aclose()
 
     async def _expire_at_deadlines(self) -> None:
@@ -237,47 +219,6 @@ class RemotingClient:
         if self._expiry_deadline != -math.inf:  # still reading
             self._arm(self._earliest_deadline())
 
-    def _renew(self, opaque: int, resent_in: float) -> bool:
-        """The simulated peer's offer (_SimEnd.renew_peer_call): rather than answer the call
-        `opaque` with an empty long-poll answer and get the same call back, keep holding it. Taken
-        when the call's `renew` says the caller would call again; the call then counts its timeout
-        from when it would have been sent again, `resent_in` from now, under the same opaque."""
-        future = self._pending.get(opaque)
-        if future is None or future.renew is None or not future.renew():
-            return False
-        future.deadline = self._now() + resent_in + future.timeout
-        return True
-
-    def _coast(self, opaque: int, held) -> Callable[[int, float], None] | None:
-        """The simulated peer's offer (_SimEnd.coast_peer_call), just after it renewed the call
-        `opaque`: renew it every period from now on without asking. The call then has no timeout
-        until the peer gives it back (`_restore`), which `wake_coasting` asks for (`held.wake()`)."""
-        future = self._pending.get(opaque)
-        if future is None or future.renew is None:
-            return None
-        future.deadline = math.inf
-        self._coasting[opaque] = held
-        return self._restore_call
-
-    def _restore(self, opaque: int, resent_at: float) -> None:
-        """The call coasts no more: its timeout counts from `resent_at`, when the last renewed
-        call would have been sent."""
-        self._coasting.pop(opaque, None)
-        future = self._pending.get(opaque)
-        if future is None or future.deadline != math.inf:
-            return
-        future.deadline = resent_at + future.timeout
-        heapq.heappush(self._deadlines, (future.deadline, opaque))
-        if future.deadline < self._expiry_deadline:
-            self._arm(future.deadline)
-
-    def wake_coasting(self) -> None:
-        """Whether a call would be sent again may have changed (the caller's state did): every
-        coasting call goes back to being renewed one period at a time, each asked again."""
-        coasting, self._coasting = self._coasting, {}
-        for held in coasting.values():
-            held.wake()
-
     def _earliest_deadline(self) -> float:
         deadlines, pending = self._deadlines, self._pending
         while deadlines:
@@ -285,9 +226,9 @@ class RemotingClient:
             future = pending.get(opaque)
             if future is not None and future.deadline == deadline:
                 return deadline
-            if future is None or future.deadline == math.inf:  # answered; coasting (_restore pushes it)
+            if future is None or future.deadline == math.inf:  # answered; no deadline (pushed when it gets one)
                 heapq.heappop(deadlines)
-            else:  # renewed since
+            else:  # moved since
                 heapq.heapreplace(deadlines, (future.deadline, opaque))
         return math.inf
 
@@ -301,7 +242,7 @@ class RemotingClient:
                 continue
             if future.deadline <= now:
                 expired.append(opaque)
-            elif future.deadline != math.inf:  # renewed since (coasting: _restore pushes it)
+            elif future.deadline != math.inf:  # moved since (no deadline: pushed when it gets one)
                 heapq.heappush(deadlines, (future.deadline, opaque))
         for opaque in sorted(expired):  # in the order they were sent
             future = pending.pop(opaque, None)

@@ -25,6 +25,7 @@ from nameserver.schedule import Schedule
 from lab.config import LabConfig
 from lab.remoting.epoch import epoch_base_ms, epoch_ms
 from lab.events import EventLog
+from lab.sim import remoting as sim_remoting
 
 LAB_SERIALIZE_TYPE = SerializeType.MSGPACK  # the lab's own nodes speak msgpack to each other
 
@@ -113,9 +114,9 @@ class ChannelTable:
     def wake_coasting(self) -> None:
         """Whether a held pull would be sent again may have changed (a queue taken away, a route
         changed): every coasting call, on every channel, is renewed one period at a time again
-        (RemotingClient.wake_coasting)."""
+        (lab/sim/remoting.py: CoastingRemotingClient.wake_coasting)."""
         for client in self._clients.values():
-            client.wake_coasting()
+            sim_remoting.wake_coasting(client)
 
     async def _get(self, address: str) -> RemotingClient:
         while True:
@@ -138,8 +139,8 @@ class ChannelTable:
             await self.node.pause.running()
             if scope.cancelled_caught:
                 raise RemotingError(f"connect to {address} timed out after {self.connect_timeout:g} s")
-            client = RemotingClient(stream, opaques=self._opaques, on_request=self.on_request,
-                                    on_callback_error=self.node.fail)
+            client = sim_remoting.remoting_client(stream, opaques=self._opaques, on_request=self.on_request,
+                                                  on_callback_error=self.node.fail)
             self._clients[address] = client
             self.nursery.start_soon(client.run)
             return client
@@ -173,12 +174,12 @@ class ChannelTable:
         client = self._open(address)
         if client is None:
             raise RemotingError(f"no open channel to {address}")
-        client.invoke_async(request, timeout, _ChannelReply(self, address, client, callback), renew=renew)
+        sim_remoting.invoke_async(client, request, timeout, _ChannelReply(self, address, client, callback), renew)
 
     def adopt_async(self, address: str, client: RemotingClient, request: RemotingCommand, timeout: float,
                     callback: ReplyCallback, sent_at: float) -> None:
         """invoke_async's bookkeeping for a call a coasting batch sent at `sent_at` over `client`
-        (RemotingClient.adopt_async)."""
+        (lab/sim/remoting.py: CoastingRemotingClient.adopt_async)."""
         client.adopt_async(request, timeout, _ChannelReply(self, address, client, callback), sent_at)
 
     async def invoke_oneway(self, address: str, request: RemotingCommand) -> None:

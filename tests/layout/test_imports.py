@@ -90,3 +90,18 @@ def test_lab_top_level_holds_only_what_every_part_shares():
     top = {name for name in modules() if name.startswith("lab") and name.count(".") <= 1
            and not (ROOT / name.replace(".", "/")).is_dir()}
     assert top == SHARED_AT_LAB_TOP
+
+
+# The simulator's aggregation of idle traffic lives in lab/sim (docs/rocketmq-map.md, "Simulation-only
+# code inside role modules"); a NameServer module reads as RocketMQ's. Still left, until the lab
+# builds the NameServer's coasting side itself (issue 35): the route-poll coaster the NameServer
+# hands a simulated stream, the processor's unchanged answers, and the idle check's stamp.
+SIMULATION_WORDS = ("coast", "renew_peer_call", "call_renewer", "query_coaster", "hasattr(stream")
+SIMULATION_LEFT = {"nameserver/server.py", "nameserver/processor.py", "nameserver/connection.py"}
+
+
+def test_nameserver_has_no_simulation_only_code_but_what_is_listed_as_left():
+    found = {str(path.relative_to(ROOT)) for path in (ROOT / "nameserver").rglob("*.py")
+             if any(word in path.read_text().lower() for word in SIMULATION_WORDS)}
+    assert found - SIMULATION_LEFT == set(), "simulation-only code in a NameServer module: it belongs in lab/sim"
+    assert SIMULATION_LEFT - found == set(), "gone from there: take it off SIMULATION_LEFT"

@@ -11,6 +11,7 @@ import trio.testing
 
 from chaos.links import Links
 from chaos.network import SimNetwork
+from lab.sim.remoting import CoastingRemotingClient
 from nameserver.client import RemotingClient, RemotingTimeoutError
 from nameserver.connection import Connection
 from nameserver.protocol import RemotingCommand, RequestCode
@@ -33,7 +34,7 @@ async def silent_pair(kind: str, nursery) -> RemotingClient:
     else:
         client_stream, server_stream = trio.testing.memory_stream_pair()
         nursery.start_soon(Connection(server_stream).serve, lambda cmd: None)
-    client = RemotingClient(client_stream)
+    client = CoastingRemotingClient(client_stream)  # (its _renew, on either stream)
     nursery.start_soon(client.run)
     return client
 

@@ -1,0 +1,129 @@
+"""A remoting client's side of the simulator's aggregation of idle traffic.
+
+On a simulated connection the broker holding a long-polled pull may offer, at the pull's deadline,
+to keep holding it rather than answer it empty and get the same pull back (the network's
+`renew_peer_call`), and from then on to renew it every period with no work at all until something
+changes (`coast_peer_call`). The client takes the offer when the caller says it would send the same
+call again (`renew`, given with the call); the call then keeps its opaque and counts its timeout
+from when it would have been sent again. A coasting route poll or rebalance round (lab/clients/
+coasting.py) puts calls it simulated back on the client's books (`adopt_async`).
+
+`remoting_client` builds a CoastingRemotingClient on a simulated connection, nameserver.client's
+plain RemotingClient on any other stream.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from typing import Callable
+
+import trio
+
+from nameserver.client import RemotingClient, RemotingError, ReplyCallback
+from nameserver.protocol import RemotingCommand
+
+
+def remoting_client(stream: trio.abc.Stream, **kwargs) -> RemotingClient:
+    """The client for `stream`: one that takes the simulated network's offers where it makes them."""
+    if hasattr(stream, "renew_peer_call"):  # the simulated network's end
+        return CoastingRemotingClient(stream, **kwargs)
+    return RemotingClient(stream, **kwargs)
+
+
+def invoke_async(client: RemotingClient, request: RemotingCommand, timeout: float, callback: ReplyCallback,
+                 renew: Callable[[], bool] | None) -> None:
+    """`client.invoke_async`, with `renew` (see CoastingRemotingClient.invoke_async) where it counts."""
+    if renew is not None and type(client) is CoastingRemotingClient:
+        client.invoke_async(request, timeout, callback, renew=renew)
+    else:
+        client.invoke_async(request, timeout, callback)
+
+
+def wake_coasting(client: RemotingClient) -> None:
+    if type(client) is CoastingRemotingClient:
+        client.wake_coasting()
+
+
+class CoastingRemotingClient(RemotingClient):
+    """RemotingClient on a simulated connection, taking its peer's offers to renew or coast calls."""
+
+    def __init__(self, stream: trio.abc.Stream, **kwargs):
+        super().__init__(stream, **kwargs)
+        stream.call_renewer = self._renew
+        stream.call_coaster = self._coast
+        # opaque -> whether the caller, given the empty answer a long poll ends with, would send
+        # the same call again; dropped with the call (lazily, as _deadlines are)
+        self._renewals: dict[int, Callable[[], bool]] = {}
+        self._coasting: dict[int, object] = {}  # opaque -> its holder's call, which has wake()
+        self._restore_call = self._restore  # one bound method for every coasting call
+
+    def invoke_async(self, request: RemotingCommand, timeout: float, callback: ReplyCallback, *,
+                     renew: Callable[[], bool] | None = None) -> None:
+        """RemotingClient.invoke_async; `renew`, for a long-polled call: whether the caller, given
+        the empty answer a long poll ends with, would send the same call again at once (_renew)."""
+        super().invoke_async(request, timeout, callback)
+        if renew is not None:
+            renewals = self._renewals
+            if len(renewals) > 2 * len(self._pending) + 64:  # mostly answered calls: start again
+                pending = self._pending
+                self._renewals = renewals = {o: r for o, r in renewals.items() if o in pending}
+            renewals[request.opaque] = renew
+
+    def adopt_async(self, request: RemotingCommand, timeout: float, callback: ReplyCallback, sent_at: float) -> None:
+        """invoke_async's bookkeeping alone, for a call sent at `sent_at` by a coasting batch
+        (_SimEnd.coast_queries), which puts it back on the wire itself: numbered, its timeout
+        counted from then. On a closed connection the callback gets the error at once."""
+        if self.closed_reason is not None:
+            callback(RemotingError(f"connection closed: {self.closed_reason}"))
+            return
+        self._register(request, timeout, callback, sent_at)
+
+    async def run(self) -> None:
+        try:
+            await super().run()
+        finally:
+            self._coasting.clear()
+            self._renewals.clear()
+
+    def _renew(self, opaque: int, resent_in: float) -> bool:
+        """The simulated peer's offer (_SimEnd.renew_peer_call): rather than answer the call
+        `opaque` with an empty long-poll answer and get the same call back, keep holding it. Taken
+        when the call's `renew` says the caller would call again; the call then counts its timeout
+        from when it would have been sent again, `resent_in` from now, under the same opaque."""
+        future = self._pending.get(opaque)
+        renew = self._renewals.get(opaque)
+        if future is None or renew is None or not renew():
+            return False
+        future.deadline = self._now() + resent_in + future.timeout
+        return True
+
+    def _coast(self, opaque: int, held) -> Callable[[int, float], None] | None:
+        """The simulated peer's offer (_SimEnd.coast_peer_call), just after it renewed the call
+        `opaque`: renew it every period from now on without asking. The call then has no timeout
+        until the peer gives it back (`_restore`), which `wake_coasting` asks for (`held.wake()`)."""
+        future = self._pending.get(opaque)
+        if future is None or opaque not in self._renewals:
+            return None
+        future.deadline = math.inf
+        self._coasting[opaque] = held
+        return self._restore_call
+
+    def _restore(self, opaque: int, resent_at: float) -> None:
+        """The call coasts no more: its timeout counts from `resent_at`, when the last renewed
+        call would have been sent."""
+        self._coasting.pop(opaque, None)
+        future = self._pending.get(opaque)
+        if future is None or future.deadline != math.inf:
+            return
+        future.deadline = resent_at + future.timeout
+        heapq.heappush(self._deadlines, (future.deadline, opaque))
+        if future.deadline < self._expiry_deadline:
+            self._arm(future.deadline)
+
+    def wake_coasting(self) -> None:
+        """Whether a call would be sent again may have changed (the caller's state did): every
+        coasting call goes back to being renewed one period at a time, each asked again."""
+        coasting, self._coasting = self._coasting, {}
+        for held in coasting.values():
+            held.wake()
