@@ -24,7 +24,7 @@ from lab.run.runner import RunOptions
 from . import DEFAULT_DIR
 from .course import Exercise
 from . import remote
-from .override import LearnerErrors, WorkshopError, describe, load_function, swapped
+from .override import ContractError, LearnerErrors, WorkshopError, describe, swapped
 
 
 def work_file(exercise: Exercise, directory: Path = DEFAULT_DIR) -> Path:
@@ -47,16 +47,11 @@ def learner_member(exercise: Exercise, path: Path, say: Callable[[str], None] = 
     printed is shown afterwards as theirs, never as the checker's."""
     member, child = remote.load(path, exercise.function, exercise.target)
     try:
-        if exercise.in_process:
-            child.close()
-            child = None
-            member = load_function(path, exercise.function)
         yield member
     finally:
-        if child is not None:
-            for line in child.printed():
-                say(f"  your code printed: {line}")
-            child.close()
+        for line in child.printed():
+            say(f"  your code printed: {line}")
+        child.close()
 
 
 def replacement(exercise: Exercise, member: Callable, errors: LearnerErrors | None = None) -> Callable:
@@ -78,22 +73,51 @@ def quiet_nameservers():
 
 
 def run_scenario(path: Path, say: Callable[[str], None], *, seed: int | None = None,
-                 events_path: Path | None = None, only_failures: bool = False):
-    prepared = scenarios.prepare(str(path), seed=seed)
+                 events_path: Path | None = None, only_failures: bool = False, text: str | None = None,
+                 drawn: str | None = None, judges: tuple[Callable[[], tuple[str, bool | None, str]], ...] = ()):
+    """One run; `text`: the scenario's text with its seeded fault filled in (`drawn` says what it
+    is); `judges`: more verdicts on the run, each (name, ok | None for nothing to judge, detail)."""
+    prepared = scenarios.prepare(str(path), seed=seed, text=text)
     lines: list[str] = []
     with quiet_nameservers():
         verdict = scenarios.run(prepared, RunOptions(sim=True, events_path=events_path),
                                 on_result=lambda r: lines.append(f"  {r.mark} {r.name}: {r.detail}")
                                 if not (only_failures and r.ok) else None)
-    if only_failures and verdict.exit_code == 0:
-        say(f"scenario {prepared.scenario.name}, seed {prepared.seed}: valid")
-        return verdict
-    say(f"scenario {prepared.scenario.name} (seed {prepared.seed}, simulated time):")
+    ok = verdict.exit_code == 0
+    for judge in judges:  # an expectation that saw nothing to judge fails, never passes
+        name, held, detail = judge()
+        ok = ok and held is True
+        if not (only_failures and held is True):
+            lines.append(f"  {'ok  ' if held else 'FAIL'} {name}: {detail}"
+                         + ("" if held is not None else " (could not be judged: that fails the check)"))
+    where = f"seed {prepared.seed}" + (f": {drawn}" if drawn else "")
+    if only_failures and ok:
+        say(f"scenario {prepared.scenario.name}, {where}: valid")
+        return ok
+    say(f"scenario {prepared.scenario.name} ({where}, simulated time):")
     for line in lines:
         say(line)
     if verdict.error:
         say(f"  the run could not be judged: {verdict.error}")
-    return verdict
+    return ok
+
+
+def _frames(error: BaseException):
+    import traceback
+    return traceback.extract_tb(error.__traceback__)
+
+
+def _at_the_call(error: BaseException) -> bool:
+    """A TypeError raised by the call into the learner's code (remote.py or an adapter), not by a
+    test's own use of what came back."""
+    frames = _frames(error)
+    return bool(frames) and Path(frames[-1].filename).name in ("remote.py", "override.py") or \
+        "argument" in str(error)
+
+
+def _test_frame(error: BaseException) -> str:
+    frames = [f for f in _frames(error) if Path(f.filename).parent.name == "workshop"]
+    return f" at {Path(frames[-1].filename).name}:{frames[-1].lineno}" if frames else ""
 
 
 class _Reporter:
@@ -131,7 +155,7 @@ def _check_build(exercise: Exercise, path: Path, member, say: Callable[[str], No
             continue
         raised_before = errors.total
         try:
-            test(member)
+            said = test(member)
         except AssertionError as e:
             failed.append(test.__name__)
             say(f"  FAIL {test.__name__}: {e}")
@@ -139,20 +163,31 @@ def _check_build(exercise: Exercise, path: Path, member, say: Callable[[str], No
             failed.append(test.__name__)
             if errors.total > raised_before:  # the learner's code raised: their traceback follows
                 say(f"  FAIL {test.__name__}: your code raised {describe(e)}")
-            else:  # the test tripped over the learner's code: a signature, or what it returned
-                say(f"  FAIL {test.__name__}: the test could not use your code (its signature, or what it returned): {describe(e)}")
+            elif isinstance(e, (TypeError, ContractError)) and _at_the_call(e):
+                # the call itself failed: a signature that is not the brief's
+                say(f"  FAIL {test.__name__}: the test could not call your code as the brief says: {describe(e)}")
+            else:  # the test's own code raised, over what the learner's returned: not blamed on them
+                where = _test_frame(e)
+                say(f"  FAIL {test.__name__}: the check itself raised {describe(e)}{where} — in the test, not in "
+                    f"your code: what your code returned may have a shape the test did not expect; if it is "
+                    f"what the brief asks for, the checker is wrong (please report it)")
         else:
-            say(f"  ok   {test.__name__}")
+            say(f"  ok   {test.__name__}" + (f": {said}" if isinstance(said, str) else ""))  # a measured cost
         reporter.flush()
     # The scenarios run even after a failed test: the cluster shows what the bug does. Each seed in
     # turn; the first invalid run ends the check (its results are the message).
     scenario_ok = None if not scenarios_too else True
+    first = next((t for t in failed), None)
+    if scenarios_too and first is not None:  # one cause, one message: the scenarios' failures follow
+        say(f"the scenarios run with what {first} found: a failure below most likely follows from it "
+            f"(fix that first)")
     with swapped(exercise.target, replacement(exercise, member, errors)):
         for path_ in exercise.scenario_paths if scenarios_too else ():
-            for i, seed in enumerate(exercise.seeds):
-                verdict = run_scenario(path_, say, seed=seed, only_failures=i > 0)
+            for i, seed in enumerate(exercise.seeds_of(path_)):
+                text, drawn, judges = exercise.seeded(path_, seed)
+                ok = run_scenario(path_, say, seed=seed, only_failures=i > 0, text=text, drawn=drawn, judges=judges)
                 reporter.flush()
-                if verdict.exit_code != 0:
+                if not ok:
                     scenario_ok = False
                     break
             if not scenario_ok:
@@ -171,16 +206,16 @@ def check_watch(exercise: Exercise, prediction: float | None, say: Callable[[str
         return Outcome(False)
     with tempfile.TemporaryDirectory() as tmp:
         events = Path(tmp) / "events.msgpack"
-        verdict = run_scenario(exercise.scenario_path, say, events_path=events)
+        valid = run_scenario(exercise.scenario_path, say, events_path=events)
         measured = question.measure(list(read_events(events))) if events.exists() else None
     if measured is None:
         say("the run did not show the moment this exercise measures")
-        return Outcome(False, scenario_ok=verdict.exit_code == 0)
+        return Outcome(False, scenario_ok=valid)
     close = abs(measured - prediction) <= question.tolerance
     say(f"{question.question}\n  you predicted {prediction:g} {question.unit}; the run measured "
         f"{measured:.1f} {question.unit} (within ±{question.tolerance:g} counts): "
         f"{'close enough' if close else 'not quite — watch it in the TUI'}")
-    return Outcome(close and verdict.exit_code == 0, scenario_ok=verdict.exit_code == 0, measured=measured)
+    return Outcome(close and valid, scenario_ok=valid, measured=measured)
 
 
 def check(exercise: Exercise, *, file: Path | None = None, solution: bool = False,

@@ -139,6 +139,9 @@ def run_up(ex: Exercise, args: argparse.Namespace) -> int:
     if not path.exists():
         path = None  # the lab's own implementation
     with checking.overridden(ex, path):
-        play = scenarios.Play(scenarios.prepare(str(ex.scenario_path)))
+        text, drawn, _ = ex.seeded(ex.scenario_path, 1)  # a template's fault: seed 1's
+        if drawn:
+            print(f"the fault (seed 1): {drawn}")
+        play = scenarios.Play(scenarios.prepare(str(ex.scenario_path), text=text))
         options = RunOptions(sim=args.sim, speed=args.speed, seed=play.prepared.seed)
         return launch.run_tui(play.prepared.config, options, play)

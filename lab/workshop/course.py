@@ -9,6 +9,7 @@ log (measure.py). A building exercise names the lab attribute the learner's file
 
 from __future__ import annotations
 
+import string
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -42,12 +43,15 @@ class Exercise:
     tests: list[Callable[[Callable], None]] = field(default_factory=list)
     also: tuple[str, ...] = ()  # building: more scenarios the learner's code must keep valid
     seeds: tuple[int, ...] = (1, 2, 3)  # building: every scenario runs on each (simulated, deterministic)
+    also_seeds: tuple[int, ...] | None = None  # the `also` scenarios' seeds when fewer (fixed faults); else seeds
     adapt: Callable | None = None  # (learner's member, LearnerErrors) -> what is swapped in; default: itself
     stateful: bool = False  # a class with state, not a warm-up function
-    # trio coroutines cannot yet be driven across the pipe in simulated time: such an exercise is
-    # loaded in the learner's process first (import-time tricks and the refused import show there),
-    # then run in the checker's.
-    in_process: bool = False
+    # A scenario file with ${...} fields is a template: nemesis(seed) fills them with the fault the
+    # seed draws (which node, what, when, how long; "summary" says it in one line).
+    nemesis: Callable[[int], dict] | None = None
+    # More verdicts on a run of the scenario of that name: () -> (name, ok | None, detail), made
+    # fresh per run by judges(nemesis's draw or None).
+    judges: Callable[[str, dict | None], tuple] | None = None
 
     @property
     def name(self) -> str:
@@ -78,9 +82,24 @@ class Exercise:
     def scenario_paths(self) -> list[Path]:
         return [self._find(name) for name in (self.scenario, *self.also)]
 
+    def seeds_of(self, path: Path) -> tuple[int, ...]:
+        return self.seeds if self.also_seeds is None or path == self.scenario_path else self.also_seeds
+
     def _find(self, name: str) -> Path:
         local = self.dir / name
         return local if local.exists() else scenarios.find(name)
+
+    def seeded(self, path: Path, seed: int) -> tuple[str | None, str | None, tuple]:
+        """(scenario text with the seed's fault, what that fault is, the run's extra verdicts)."""
+        text = path.read_text()
+        drawn = None
+        if "${" in text:
+            if self.nemesis is None:
+                raise ValueError(f"{path} is a template but exercise {self.number} draws no fault (nemesis)")
+            drawn = self.nemesis(seed)
+            text = string.Template(text).substitute(drawn)
+        judges = self.judges(path.stem, drawn) if self.judges else ()
+        return (text if drawn is not None else None), (drawn or {}).get("summary"), judges
 
     @property
     def starter(self) -> Path | None:
@@ -130,14 +149,16 @@ COURSE = [
     Exercise(10, "route-info-manager", "Build the NameServer's RouteInfoManager: five tables, four changes",
              "route-info-manager.toml", target="nameserver.processor:RouteInfoManager",
              tests=route_manager.TESTS, also=("broker-graceful-shutdown", "master-down"),
-             adapt=route_manager.adapt, stateful=True),
+             adapt=route_manager.adapt, stateful=True, seeds=tuple(range(1, 11)), also_seeds=(1, 2, 3),
+             nemesis=route_manager.nemesis),
     Exercise(11, "nameserver-selector", "Build a client's NameServer choice and failover",
-             "one-nameserver-down", target="lab.clients.instance:NamesrvSelector",
-             tests=selector.TESTS, also=("blackholed-nameserver",), stateful=True),
+             "nameserver-failover.toml", target="lab.clients.instance:NamesrvSelector",
+             tests=selector.TESTS, stateful=True, seeds=tuple(range(1, 11)), nemesis=selector.nemesis),
     Exercise(12, "register-everywhere", "Build a broker's registration with every NameServer",
              "register-everywhere.toml", target="lab.broker.server:BrokerOuterAPI",
              tests=register_everywhere.TESTS, also=("broker-graceful-shutdown",), adapt=register_everywhere.adapt, stateful=True,
-             in_process=True),
+             seeds=tuple(range(1, 11)), also_seeds=(1, 2, 3), nemesis=register_everywhere.nemesis,
+             judges=register_everywhere.judges),
 ]
 
 

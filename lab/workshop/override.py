@@ -174,6 +174,8 @@ def describe(error: BaseException) -> str:
     """An exception for one line: the exceptions inside a nursery's group, not the group."""
     if isinstance(error, BaseExceptionGroup):
         return "; ".join(dict.fromkeys(describe(e) for e in error.exceptions))
+    if type(error).__name__ == "Raised":  # remote.py's stand-in already says "Kind: message"
+        return str(error)
     return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
 
 

@@ -14,7 +14,9 @@ import builtins
 import collections
 import dataclasses
 import enum
+import inspect
 import io
+import math
 import os
 import pickle
 import random
@@ -24,6 +26,8 @@ import sys
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
+
+import trio
 
 from nameserver.bodies import as_topic_configs
 
@@ -58,8 +62,8 @@ class _Requests(pickle.Pickler):
         self.child = child
 
     def persistent_id(self, obj):
-        if isinstance(obj, (type, Mapping, *PLAIN)) or _record_type(type(obj)):  # a type goes by its name
-            return None
+        if isinstance(obj, (type, Mapping, *PLAIN)) or _record_type(type(obj)) or obj is getattr:
+            return None  # a type goes by its name; getattr is how an enum member goes
         return self.child.handle(obj)
 
     def reducer_override(self, obj):
@@ -84,6 +88,8 @@ class _Answers(pickle.Unpickler):
     def find_class(self, module, name):
         if module == "builtins" and name in self.SAFE_BUILTINS:
             return getattr(builtins, name)
+        if (module, name) == ("builtins", "getattr"):  # how an enum member pickles: its class and name
+            return _enum_member
         if (module, name) == ("random", "Random"):
             return random.Random
         if module == "collections" and name in ("OrderedDict", "deque", "defaultdict"):
@@ -95,6 +101,12 @@ class _Answers(pickle.Unpickler):
         raise pickle.UnpicklingError(
             f"your code returned an object of {module}.{name}: return plain data (dict, list, tuple, str, int, "
             f"float, None) or the record types in lab.workshop.interfaces")
+
+
+def _enum_member(cls, name):
+    if isinstance(cls, enum.EnumMeta) and isinstance(name, str) and name in cls.__members__:
+        return cls[name]
+    raise pickle.UnpicklingError(f"getattr({cls!r}, {name!r}) in an answer: only an enum's member is read so")
 
 
 class Raised(Exception):
@@ -129,6 +141,8 @@ class Child:
         self.objects: dict[int, object] = {}  # handle -> the object it stands for (kept alive)
         self.handles: dict[int, int] = {}  # id(object) -> handle
         self.dead: str | None = None
+        self.bridge = Bridge(self)  # coroutine methods (exercise 12)
+        self.last_elapsed: float | None = None  # s the last plain call took in the learner's process
 
     def handle(self, obj) -> int:
         ref = self.handles.get(id(obj))
@@ -196,12 +210,20 @@ class Child:
             target = self.objects[request[1]]
             if request[0] == "attr":
                 value = getattr(target, request[2])
-                reply = ("reply", (True, None) if callable(value) else (False, value))
+                reply = ("reply", (True, None, inspect.iscoroutinefunction(value)) if callable(value)
+                         else (False, value, False))
             else:
                 reply = ("reply", (target if request[2] is None else getattr(target, request[2]))(*request[3]))
         except Exception as e:
-            reply = ("error", type(e).__name__, str(e))
+            reply = ("error", *error_fields(e))
         self.send(reply)
+
+    def unpack(self, data: bytes):
+        """One value the learner's process packed on its own (a call's result, an await's arguments)."""
+        try:
+            return _Answers(io.BytesIO(data), self).load()
+        except pickle.UnpicklingError as e:
+            raise TypeError(str(e)) from None
 
     def ask(self, *message):
         """One request; callbacks asked for meanwhile are answered here. Returns the answer tuple."""
@@ -217,12 +239,115 @@ class Child:
                 self._serve(answer)
                 continue
             if answer[0] == "lab-error":
-                raise RuntimeError(f"the checker could not start the process for your code (the lab's fault, "
-                                   f"not yours):\n{answer[1]}")
+                self.dead = "the checker's side of your code's process failed (the lab's fault, not yours)"
+                raise RuntimeError(f"{self.dead}:\n{answer[1]}")
             if answer[0] == "raised":
                 raise _exception(*answer[1:])
             return answer
 
+
+
+def error_fields(error: BaseException) -> tuple[str, str, str]:
+    return type(error).__module__, type(error).__qualname__, str(error)
+
+
+class _Call:
+    __slots__ = ("nursery", "outcome", "awaits")
+
+    def __init__(self):
+        self.nursery, self.outcome, self.awaits = None, None, {}
+
+
+class Bridge:
+    """The learner's coroutines (exercise 12), run in their process in step with this one's trio
+    clock (virtual in a check): each exchange tells the learner's process the time, the calls to
+    start, the results of this process's coroutines the learner's code awaited (a channel's
+    `invoke`, run here in the calling task's nursery) and the calls abandoned; it runs until every
+    task there waits and says what ended, what to run here, and its next deadline, when the waiting
+    calls here exchange again. An exchange blocks this process: its clock cannot move meanwhile."""
+
+    def __init__(self, child: "Child"):
+        self.child = child
+        self.calls: dict[int, _Call] = {}
+        self.deadline: float | None = None
+        self.changed = trio.Event()  # set at every exchange: the waiting calls look again
+        self.next_call = 0
+        self.orphans: list = []  # results for awaits no call here can run
+
+    def exchange(self, calls=(), results=(), cancels=()) -> None:
+        results = [*self.orphans, *results]
+        self.orphans = []
+        answer = self.child.ask("step", trio.current_time(), list(calls), results, list(cancels))
+        _, finished, awaits, abandoned, self.deadline = answer
+        for call_id, outcome in finished:
+            call = self.calls.get(call_id)
+            if call is not None:
+                call.outcome = outcome
+        for await_id in abandoned:
+            for call in self.calls.values():
+                scope = call.awaits.pop(await_id, None)
+                if scope is not None:
+                    scope.cancel()
+        for await_id, call_id, ref, method, packed in awaits:
+            call = self.calls.get(call_id)
+            try:
+                args = self.child.unpack(packed)
+                target = getattr(self.child.objects[ref], method)
+                if call is None or call.nursery is None:
+                    raise RuntimeError("an await outside the call that started it (a task that outlived its call?)")
+            except Exception as e:
+                self.orphans.append((await_id, ("error", *error_fields(e))))
+                continue
+            scope = call.awaits[await_id] = trio.CancelScope()
+            call.nursery.start_soon(self._await, call, await_id, scope, target, args)
+        self.changed.set()
+        self.changed = trio.Event()
+
+    async def _await(self, call: _Call, await_id: int, scope: trio.CancelScope, target, args) -> None:
+        with scope:
+            try:
+                outcome = ("ok", await target(*args))
+            except Exception as e:
+                outcome = ("error", *error_fields(e))
+        if scope.cancelled_caught or call.awaits.pop(await_id, None) is None:
+            return  # the learner's code stopped waiting for it
+        self.exchange(results=[(await_id, outcome)])
+
+    async def call(self, ref: int, method: str, args: list, kwargs: dict):
+        self.next_call += 1
+        call_id, call = self.next_call, _Call()
+        self.calls[call_id] = call
+        try:
+            async with trio.open_nursery() as nursery:
+                call.nursery = nursery
+                try:
+                    self.exchange(calls=[(call_id, ref, method, args, kwargs)])
+                    while call.outcome is None:
+                        if self.orphans:
+                            self.exchange()
+                            continue
+                        changed = self.changed
+                        with trio.move_on_at(self.deadline if self.deadline is not None else math.inf):
+                            await changed.wait()
+                            continue
+                        self.exchange()  # a sleep or a timeout of the learner's is due
+                    nursery.cancel_scope.cancel()
+                finally:
+                    call.nursery = None
+        except BaseException:
+            if call.outcome is None and not self.child.dead:  # cancelled here: cancel it there too
+                try:
+                    self.exchange(cancels=[call_id])
+                except Exception:
+                    pass
+            raise
+        finally:
+            del self.calls[call_id]
+        if call.outcome[0] == "ok":
+            return self.child.unpack(call.outcome[1])
+        if call.outcome[0] == "raised":
+            raise _exception(*call.outcome[1])
+        raise RuntimeError("your call was cancelled in its process, not by the checker")  # cannot happen
 
 
 def read_frame_body(fd: int, size: int) -> bytes | None:
@@ -267,11 +392,15 @@ def _method(name: str, kind: str):
                     return
                 yield step[1]
         method = generator
+    elif kind == "async":
+        async def method(self, *args, **kwargs):
+            return await self._child.bridge.call(self._ref, name, list(args), kwargs)
     else:
         def method(self, *args, **kwargs):
             answer = self._child.ask("call", self._ref, name, list(args), kwargs, False)
             if answer[0] == "gen":  # a method returning a generator it built: iterate it there
                 return _iterate(self._child, answer[1])
+            self._child.last_elapsed = answer[3] if len(answer) > 3 else None
             return answer[1]
     method.__name__ = method.__qualname__ = name
     return method

@@ -1,9 +1,13 @@
 """The learner's code runs in a process of its own: what it does there cannot reach the verdict,
 and a hang, a flood or an exit is reported as the learner's, once, without ending the check."""
 
+import os
 import subprocess
 import sys
 from pathlib import Path
+
+import trio
+import trio.testing
 
 from lab.workshop import check as checking
 from lab.workshop import remote
@@ -106,3 +110,98 @@ def test_setting_a_field_of_a_record_is_explained_as_immutable(tmp_path):
         raise AssertionError("setting a field of a NamedTuple raises")
     finally:
         child.close()
+
+
+COROUTINES = '''
+import os
+import trio
+from lab.workshop.interfaces import RemotingError
+
+
+class BrokerOuterAPI:
+    def __init__(self, channels, names):
+        self.channels, self.names = channels, names
+
+    async def where(self):
+        return os.getpid()
+
+    async def nap(self, seconds):
+        start = trio.current_time()
+        await trio.sleep(seconds)
+        return start, trio.current_time()
+
+    async def ask_all(self, timeout):
+        answers = {}
+
+        async def one(name):
+            with trio.move_on_after(timeout):
+                try:
+                    answers[name] = await self.channels.invoke(name)
+                except RemotingError as e:
+                    answers[name] = f"failed: {e}"
+
+        async with trio.open_nursery() as nursery:
+            for name in self.names:
+                nursery.start_soon(one, name)
+        return answers
+'''
+
+
+class FakeChannels:
+    def __init__(self):
+        self.cancelled = []
+
+    async def invoke(self, name):
+        from nameserver.client import RemotingError
+        if name == "refuses":
+            raise RemotingError("refused")
+        try:
+            await trio.sleep(1.0 if name == "quick" else 100.0)
+        except trio.Cancelled:
+            self.cancelled.append((name, trio.current_time()))
+            raise
+        return f"{name} at {trio.current_time():g}"
+
+
+def test_coroutines_run_in_the_learners_process_in_the_checkers_time(tmp_path):
+    """Exercise 12's coroutines: another process, whose clock is the checker's virtual one; the
+    lab's coroutines they await run in the lab, and what those raise is raised in the learner's code."""
+    mine = tmp_path / "mine.py"
+    mine.write_text(COROUTINES)
+    cls, child = remote.load(mine, "BrokerOuterAPI", "lab.broker.server:BrokerOuterAPI")
+    channels = FakeChannels()
+    got = {}
+
+    async def main():
+        api = cls(channels, ["quick", "refuses", "hangs"])
+        got["pid"] = await api.where()
+        got["nap"] = await api.nap(5.0)
+        got["now"] = trio.current_time()
+        got["all"] = await api.ask_all(3.0)
+        got["end"] = trio.current_time()
+
+    try:
+        trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    finally:
+        child.close()
+    assert got["pid"] != os.getpid()
+    assert got["nap"] == (0.0, 5.0) and got["now"] == 5.0
+    # at once: the quick one answers at 6, the hung one is given up by the learner's own timeout at 8
+    assert got["all"] == {"quick": "quick at 6", "refuses": "failed: refused"}, got["all"]
+    assert got["end"] == 8.0 and channels.cancelled == [("hangs", 8.0)], (got, channels.cancelled)
+
+
+def test_a_tests_own_error_is_not_blamed_on_the_learner():
+    """A test that trips over its own code says so, with its frame, and never 'your code raised'."""
+    import dataclasses
+
+    def test_reads_past_the_end(failover_order):
+        return failover_order(["a", "b", "c"], 0)[7]  # the test's own IndexError
+
+    exercise = dataclasses.replace(get(7), tests=[test_reads_past_the_end])
+    lines: list[str] = []
+    outcome = checking.check(exercise, solution=True, say=lines.append, scenarios_too=False)
+    output = "\n".join(lines)
+    assert not outcome.ok
+    assert "the check itself raised IndexError" in output and "test_isolation.py" in output, output
+    assert "your code raised" not in output, output
