@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from lab.run.nstables import changed_rows, merge_tables
 
-from .story import StoryLine, important, removal_reason, story_line
+from .story import AppStory, StoryLine, important, removal_reason, story_line
 
 TABLES = ("brokerLiveTable", "brokerAddrTable", "clusterAddrTable", "topicQueueTable", "filterServerTable")
 UNORDERED = ("clusterAddrTable", "filterServerTable")  # list values whose order means nothing
@@ -111,6 +111,7 @@ class LabModel:
         self.notable: deque[tuple[int, dict]] = deque(maxlen=LOG_SIZE)  # (version, record)
         self.kept: list[tuple[int, dict]] = []  # every important record, (version, record): never dropped
         self.story: list[StoryLine] = []  # one line per turn of the story, never dropped
+        self.app_story = AppStory()  # what the story needs of an app's sends (lab/apps)
         self.drained = False  # the timeline ended (run.drain): a scenario's duration passed
         self.version = 0  # bumps with every record: widgets redraw only when it moved
         self.tables_version = 0  # bumps when any NameServer's tables or the divergence change

@@ -1,5 +1,6 @@
 """Clients: the NameServer each uses, its route's age and source, messages sent, avoided brokers
-and consumer lag; crashed clients below the live ones, with why. Under them, messages per second,
+and consumer lag (an application under test: its send attempts acknowledged/failed and messages
+consumed); crashed clients below the live ones, with why. Under them, messages per second,
 acknowledged and failed, on one scale, and the current rates as numbers — only the numbers when
 the sparklines would push a client off the tab (80×24: four clients and one line of rates)."""
 
@@ -68,6 +69,11 @@ def client_rows(model: LabModel) -> list[tuple]:
         if client.role == "producer":
             sends, retries = f"{client.ok:,}/{client.failed:,}", f"{client.retried:,}"
             consumed = lag = ""
+        elif client.role == "app":  # an application under test: what its links showed, both ways;
+            # its retries and lag are not on the wire (an attempt is a send; its offsets are its own)
+            sends = f"{client.ok:,}/{client.failed:,}" if client.ok or client.failed else "-"
+            retries = lag = ""
+            consumed = f"{client.consumed:,}"
         else:
             sends = retries = ""
             consumed, lag = f"{client.consumed:,}", f"{model.lag(name):,}"
