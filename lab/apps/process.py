@@ -1,6 +1,10 @@
 """An application's process: started in its own process group with its output in files, stopped
 with SIGTERM then SIGKILL after its grace, killed with the lab however the lab ends.
 
+- Stopped with SIGTERM and its grace, then SIGKILL, at the timeline's end (reason `end`), by a `stop`
+  fault (`stop`), and when nslab is interrupted (SIGINT, SIGTERM: reason `interrupted`); a `kill`
+  fault SIGKILLs it at once (`kill`).
+
 - Its own process group (a new session): a terminal's Ctrl-C reaches only nslab, which stops the
   app itself; stop, kill, freeze (SIGSTOP) and unfreeze (SIGCONT) go to the whole group, so a
   shell script's children go with it.
@@ -38,6 +42,20 @@ def logs_dir(run_dir: Path | None, events_path: Path | None) -> Path | None:
     return None
 
 
+def _lab_ending() -> bool:
+    """Whether this task is cancelled because the lab around the app is ending — a nursery it runs
+    in, or one further out, was cancelled (`nslab run` interrupted, the run torn down) — and not
+    only its node (a `kill` fault cancels the node's own scope, inside its task: the app is
+    SIGKILLed then, as a killed node is)."""
+    nursery = trio.lowlevel.current_task().parent_nursery
+    while nursery is not None:
+        if nursery.cancel_scope.cancel_called:
+            return True
+        task = nursery.parent_task
+        nursery = task.parent_nursery if task is not None else None
+    return False
+
+
 def _group_signal(pid: int, sig: int) -> bool:
     try:
         os.killpg(pid, sig)
@@ -55,7 +73,7 @@ class AppProcess:
         self.append = append  # a restart's output follows the first run's
         self.process: subprocess.Popen | None = None
         self.exited = trio.Event()
-        self.reason: str | None = None  # why the lab ended it: "end", "stop", "kill"; None: it ended by itself
+        self.reason: str | None = None  # why the lab ended it: "end", "stop", "kill", "interrupted"; None: by itself
 
     @property
     def pid(self) -> int | None:
@@ -86,6 +104,14 @@ class AppProcess:
             await trio.lowlevel.wait_readable(exited)
         finally:
             with trio.CancelScope(shield=True):
+                if process.poll() is None and self.reason is None and _lab_ending():
+                    # nslab interrupted (SIGINT, SIGTERM) or its run torn down: the app is stopped
+                    # as at the timeline's end, SIGTERM and its grace, not SIGKILLed at once
+                    self.reason = "interrupted"
+                    self.signal(signal.SIGCONT)
+                    self.signal(signal.SIGTERM)
+                    with trio.move_on_after(self.spec.grace):
+                        await trio.lowlevel.wait_readable(exited)
                 if process.poll() is None:
                     if self.reason is None:
                         self.reason = "kill"
