@@ -48,6 +48,8 @@ def live_run(path: Path, speed: float, *, run_between: bool) -> None:
             while lab.clock.current_time() < 30:
                 await asyncio.sleep(0.002)
             lab.toggle_pause()
+            assert lab.clock.horizon < 50.5, f"paused at {lab.clock.horizon:.1f} s, past the next action: " \
+                                             "the machine starved this test for a third of a second"
         await until(50.5)
         await _applied(lab, ["toxic", "broker-b-0:ns-0", "latency", "latency=200ms"])
         await until(70.5)
