@@ -54,7 +54,9 @@ def add_commands(sub) -> None:
             "Read event logs (DIR: every *.events below it; or log files) on Spark's executors and compute, "
             "per run and per grid point: detection latency, client blind window, send availability per "
             "second, retries, failed, lost and duplicated messages, NameServer divergence and recovery "
-            "after every NameServer was down (docs/pipeline.md). Writes Parquet tables, PNG plots and "
+            "after every NameServer was down; for runs with an application under test (nslab run --app), its "
+            "acknowledged and failed sends, losses, duplicates, exit and recovery after each fault end "
+            "(docs/pipeline.md). Writes Parquet tables, PNG plots and "
             "index.html into REPORT_DIR and prints a summary table."))
     report.add_argument("inputs", nargs="+", metavar="DIR",
                         help="a folder or log file on this machine, or a URI (file://, hdfs://, s3a://) "

@@ -14,7 +14,11 @@ from pyspark.sql import functions as F
 from .read import RUN_COLUMNS, rows_of
 
 GRID_KEY = ["scenario", "grid_label"]
-PER_RUN = ["faults", "availability", "detection", "blind", "removals", "divergence", "recovery"]
+PER_RUN = ["faults", "availability", "detection", "blind", "removals", "divergence", "recovery", "apps",
+           "app_recovery"]
+# The grid table's app columns (issue 39): null at a point none of whose runs had an app.
+APP_COLUMNS = ["app_runs", "app_sends", "app_acked", "app_failed", "app_lost", "app_duplicates", "app_died",
+               "app_recovery_p50_s", "app_recovery_max_s", "app_unrecovered"]
 
 
 def run_table(logs: DataFrame) -> DataFrame:
@@ -101,12 +105,20 @@ def per_grid(runs: DataFrame, sound: DataFrame, points: DataFrame) -> DataFrame:
         _ratio(F.sum("retries"), F.sum("messages")).alias("retries_per_message"),
         *[F.sum(c).alias(c) for c in ("failed", "lost", "duplicates", "false_removals", "faulted_requests")],
         F.avg("divergence_s").alias("divergence_s"), F.max("longest_divergence_s").alias("longest_divergence_s"),
-        F.avg("recovery_s").alias("recovery_s"))
+        F.avg("recovery_s").alias("recovery_s"),
+        F.count("app_sends").alias("app_runs"),
+        *[F.sum(c).alias(c) for c in ("app_sends", "app_acked", "app_failed", "app_lost", "app_duplicates",
+                                       "app_died")])
     detection = per_run_table(sound, "detection", *GRID_KEY).groupBy(*GRID_KEY).agg(
         *_spread("detection_s", "detection"), F.sum((~F.col("detected")).cast("int")).alias("undetected"))
     blind = per_run_table(sound, "blind", *GRID_KEY).groupBy(*GRID_KEY).agg(
         *_spread("blind_s", "blind"), F.sum(F.col("censored").cast("int")).alias("blind_censored"))
-    for part in (detection, blind):
+    # Recovery after each fault end, pooled over the point's runs and apps; a fault end the app never
+    # recovered from has no time and counts as unrecovered.
+    app_recovery = per_run_table(sound, "app_recovery", *GRID_KEY).groupBy(*GRID_KEY).agg(
+        F.median("recovery_s").alias("app_recovery_p50_s"), F.max("recovery_s").alias("app_recovery_max_s"),
+        F.sum((F.col("recovered") == F.lit(False)).cast("int")).alias("app_unrecovered"))
+    for part in (detection, blind, app_recovery):
         base = base.join(part, GRID_KEY, "left")
     grid = (points.join(base, GRID_KEY, "left").fillna(0, subset=["runs", "complete_runs"])
             .select(*GRID_KEY, "grid", "grid_index", "runs", "excluded_runs", *base.columns[3:]))

@@ -37,6 +37,11 @@ GRID_BARS = [("availability", "availability", "share of messages acked"),
              ("divergence_s", "NameServer divergence per run", "diverged (s)"),
              ("recovery_s", "recovery after every NameServer was down", "back up → route (s)"),
              ("false_removals", "false removals per run", "removals")]
+# The app's (issue 39), panels only when a run had an app: a run without one has none of them.
+APP_BARS = [("app_failed", "the app's failed sends per run", "sends"),
+            ("app_lost", "the app's lost messages per run (acked, never delivered)", "messages"),
+            ("app_duplicates", "the app's duplicate deliveries per run", "deliveries"),
+            ("app_recovery_s", "the app's recovery after a fault, slowest per run", "fault end → pre-fault rate (s)")]
 BOOTSTRAP_RESAMPLES = 2000
 BESIDE = {"loc": "upper left", "bbox_to_anchor": (1.01, 1.0), "borderaxespad": 0}  # legends off the data
 
@@ -129,7 +134,8 @@ def draw(tables: dict[str, list[dict]]) -> Drawing:
 def _classify(runs: list[dict], drawing: Drawing) -> list[tuple[str, str, str]]:
     """The GRID_BARS worth a panel; the rest named in `drawing` (a flat ±0.04 panel teaches nothing)."""
     shown = []
-    for column, title, unit in GRID_BARS:
+    with_app = any(r.get("app_sends") is not None for r in runs)
+    for column, title, unit in GRID_BARS + (APP_BARS if with_app else []):
         values = [r.get(column) for r in runs if r.get(column) is not None]
         if not values:
             drawing.unmeasured.append(title)

@@ -48,6 +48,10 @@ TABLES = {
                 "false_removal bool",
     "divergence": "start double, end double, views long, duration_s double",
     "recovery": "down_t double, up_t double, outage_s double, registered_s double, recovery_s double",
+    # An application under test (issue 39), a row per app; its recovery after each fault end.
+    "apps": "app string, sends long, acked long, failed long, lost long, duplicates long, deliveries long, "
+            "exit_code int, exit_signal string, stopped_by_lab bool, died bool",
+    "app_recovery": "app string, fault_end double, ended_by string, baseline long, recovery_s double, recovered bool",
     # Rows only combined over runs: every second's ack and failure records, send attempts per
     # latency bucket, and what the per-node timeline draws.
     "traffic": "second int, acked long, failed long",
@@ -72,6 +76,9 @@ RUN_COLUMNS = [
              "undetected long, blind_p50_s double, blind_p95_s double, blind_max_s double, blind_censored long, "
              "divergence_s double, longest_divergence_s double, recovery_s double, false_removals long, "
              "faulted_requests long, availability double, retries_per_message double"),
+    # The runs' apps (issue 39), null for a run without one.
+    *_fields("app_sends long, app_acked long, app_failed long, app_lost long, app_duplicates long, "
+             "app_recovery_s double, app_unrecovered long, app_died long"),
 ]
 SCHEMA = StructType([*RUN_COLUMNS,
                      *(StructField(rows_of(name), ArrayType(StructType(_fields(spec)))) for name, spec in TABLES.items())])

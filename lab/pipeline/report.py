@@ -25,6 +25,7 @@ import pyarrow.parquet as pq
 from pyspark.sql import functions as F
 
 from . import metrics, plots, read, timeseries
+from .run_metrics import APP_FIGURES
 
 # The summary's columns: (column of the grid table, header).
 SUMMARY = [("runs", "runs"), ("availability", "avail"), ("worst_second", "worst 1s"),
@@ -38,8 +39,17 @@ RUN_FIGURES = [("messages", "msgs"), ("availability", "avail"), ("retries_per_me
                ("detection_max_s", "detect max s"), ("blind_max_s", "blind max s"), ("divergence_s", "diverged s"),
                ("recovery_s", "recovery s"), ("false_removals", "false rm"),
                ("faulted_requests", "faulted reqs")]
+# The app's (issue 39), shown only when a run had an app: (column, header).
+APP_SUMMARY = [("app_runs", "app runs"), ("app_acked", "app acked"), ("app_failed", "app failed"),
+               ("app_lost", "app lost"), ("app_duplicates", "app dups"), ("app_recovery_p50_s", "app recov p50 s"),
+               ("app_recovery_max_s", "app recov max s"), ("app_unrecovered", "app unrecov"),
+               ("app_died", "app died")]
+APP_RUN_FIGURES = [("app_acked", "app acked"), ("app_failed", "app failed"), ("app_lost", "app lost"),
+                   ("app_duplicates", "app dups"), ("app_recovery_s", "app recov s"),
+                   ("app_unrecovered", "app unrecov"), ("app_died", "app died")]
+APP_TABLES = ("apps", "app_recovery")
 COLLECTED = ["grid", "runs", "grid_availability", "faults", "detection", "blind", "removals", "send_latency",
-             "throughput", "send_latency_over_time", "timeline"]
+             "throughput", "send_latency_over_time", "timeline", "apps", "app_recovery"]
 
 
 class ReportError(RuntimeError):
@@ -53,12 +63,17 @@ def build(spark, inputs: list[str], store, progress: Callable[[str], None] = lam
     # A row per log, kept: every table is read from it. Locally a checkpoint, cheaper to fill than a cache.
     logs = metrics.keep(read.load(spark, inputs), partitions=spark.sparkContext.defaultParallelism)
     runs = metrics.run_table(logs)  # counted from here: a scan of the few run columns, not of the logs' rows
-    count, records = runs.agg(F.count("*"), F.sum("events")).first()
+    count, records, with_app = runs.agg(F.count("*"), F.sum("events"), F.count("app_sends")).first()
     if not count:
         raise ReportError(f"no event logs ({read.PATTERN}) in {', '.join(map(str, inputs))}")
     progress(f"combining the runs of {count} logs ({records or 0:,} events)")
     tables = metrics.compute(logs, runs)
     tables.update(timeseries.compute(logs, tables["runs"]))
+    if not with_app:  # no run had an app: nothing of the app's, not even empty columns
+        for name in APP_TABLES:
+            del tables[name]
+        tables["runs"] = tables["runs"].drop(*APP_FIGURES)
+        tables["grid"] = tables["grid"].drop(*metrics.APP_COLUMNS)
     progress(f"writing {len(tables)} tables to {store.child('tables')}")
     rows = {}
     for name, table in tables.items():
@@ -83,7 +98,9 @@ def build(spark, inputs: list[str], store, progress: Callable[[str], None] = lam
                "grid_points": [_rounded(row) for row in rows["grid"]],
                "left_out": [{"log": r["run"], "problem": r["problem"]} for r in left_out]}
     store.write_text("summary.json", json.dumps(summary, indent=2))
-    store.write_text("index.html", page(summary, sound, left_out, drawing, {n: t.columns for n, t in tables.items()}))
+    apps = app_rows(rows.get("apps", []), rows.get("app_recovery", []), {r["run"] for r in sound})
+    store.write_text("index.html", page(summary, sound, left_out, drawing, {n: t.columns for n, t in tables.items()},
+                                        apps))
     return summary
 
 
@@ -127,10 +144,16 @@ def fmt(value) -> str:
 
 def summary_rows(summary: dict) -> tuple[list[str], list[list[str]]]:
     """The summary as text cells: a row per grid point."""
-    headers = ["#", "grid point"] + [header for _, header in SUMMARY]
-    rows = [[f"#{i}", plots.point_label(plots.point_key(row))] + [fmt(row.get(column)) for column, _ in SUMMARY]
+    columns = SUMMARY + (APP_SUMMARY if _with_app(summary["grid_points"], "app_runs") else [])
+    headers = ["#", "grid point"] + [header for _, header in columns]
+    rows = [[f"#{i}", plots.point_label(plots.point_key(row))] + [fmt(row.get(column)) for column, _ in columns]
             for i, row in enumerate(summary["grid_points"], 1)]
     return headers, rows
+
+
+def _with_app(rows: list[dict], column: str) -> bool:
+    """Whether any row counts an app (the app columns exist only when a run had one)."""
+    return any(row.get(column) for row in rows)
 
 
 def text_table(headers: list[str], rows: list[list[str]]) -> str:
@@ -193,12 +216,43 @@ def _verdict(run: dict) -> str:
 
 
 def run_rows(runs: list[dict], numbers: dict) -> tuple[list[str], list[list[str]]]:
-    headers = ["log", "point", "seed", "verdict", "failed expectation(s)", *[h for _, h in RUN_FIGURES],
+    figures = RUN_FIGURES + (APP_RUN_FIGURES if any(r.get("app_sends") is not None for r in runs) else [])
+    headers = ["log", "point", "seed", "verdict", "failed expectation(s)", *[h for _, h in figures],
                "replay", "rerun"]
     rows = [[run["log"], numbers.get(plots.point_key(run), "?"), fmt(run.get("seed")), _verdict(run),
-             "; ".join(run.get("failed_checks") or []) or "-", *[fmt(run.get(c)) for c, _ in RUN_FIGURES],
+             "; ".join(run.get("failed_checks") or []) or "-", *[fmt(run.get(c)) for c, _ in figures],
              Code(replay_command(run)), Code(rerun_command(run) or "-")]
             for run in runs]
+    return headers, rows
+
+
+def _exit_text(row: dict) -> str:
+    if row.get("exit_code") is None and row.get("exit_signal") is None:
+        return "-"
+    how = f"code {row['exit_code']}" if row.get("exit_code") is not None else f"{row['exit_signal']}"
+    if row.get("died"):
+        return f"{how}, died on its own"
+    return f"{how}, stopped by the lab" if row.get("stopped_by_lab") else how
+
+
+def app_rows(apps: list[dict], recovery: list[dict], sound: set[str]) -> tuple[list[str], list[list[str]]] | None:
+    """A row per run and app (issue 39): what it sent, lost, how it exited, and its recovery after
+    each fault end (`-` when it never got back to its pre-fault rate); None without an app."""
+    apps = [a for a in apps if a["run"] in sound]
+    if not apps:
+        return None
+    headers = ["log", "app", "sends", "acked", "failed", "lost", "dups", "exit", "recovery after each fault end"]
+    rows = []
+    for a in sorted(apps, key=lambda a: (a["run"], a["app"])):
+        ends = sorted((r for r in recovery if r["run"] == a["run"] and r["app"] == a["app"]),
+                      key=lambda r: r["fault_end"])
+        recoveries = "; ".join(f"t={r['fault_end']:g}s ({r['ended_by'] or 'fault end'}): "
+                               + (f"{r['recovery_s']:.1f} s to {r['baseline']}/s" if r["recovery_s"] is not None
+                                  else ("never back to " f"{r['baseline']}/s" if r["baseline"] is not None
+                                        else "no pre-fault rate"))
+                               for r in ends) or "-"
+        rows.append([a["run"].rsplit("/", 1)[-1], a["app"], *[fmt(a.get(c)) for c in
+                     ("sends", "acked", "failed", "lost", "duplicates")], _exit_text(a), recoveries])
     return headers, rows
 
 
@@ -217,8 +271,19 @@ def _not_drawn(drawing: plots.Drawing) -> str:
     return f"<p>{html.escape(' '.join(notes))}</p>" if notes else ""
 
 
+def _app_section(apps: tuple | None) -> str:
+    if apps is None:
+        return ""
+    return f"""<h2>The application under test</h2>
+<p>Each app (<code>nslab run --app</code>) as its links showed it: sends acknowledged and failed (another code, or no
+answer), messages acknowledged and never delivered to any of its consumer groups (lost), deliveries beyond a
+message's first (dups), its exit, and how long after each fault end its acknowledged sends got back to its
+pre-fault rate (docs/pipeline.md).</p>
+{_html_table(*apps)}"""
+
+
 def page(summary: dict, runs: list[dict], left_out: list[dict], drawing: plots.Drawing,
-         columns: dict[str, list[str]]) -> str:
+         columns: dict[str, list[str]], apps: tuple | None = None) -> str:
     """index.html: what was measured, the plots with how to read them, and every run with the
     commands that show it again."""
     numbers = _point_numbers(summary)
@@ -245,6 +310,7 @@ numbered in the order the sweep gave them; every plot uses those numbers.</p>
 <p>Each run with its verdict and the expectation(s) it failed. <code>nslab replay LOG</code> opens its event log
 in the lab's views; the rerun command runs it again, simulated, with the same seed and grid point.</p>
 {_html_table(*run_rows(runs, numbers))}
+{_app_section(apps)}
 {left}
 <h2>Parquet tables</h2>
 <ul>{tables}</ul>

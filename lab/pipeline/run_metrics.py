@@ -540,8 +540,10 @@ def analyse(records: list[dict], problem: str | None) -> tuple[dict, dict[str, l
         "latency_buckets": latency_buckets(run),
         "timeline": timeline(run),
     }
+    tables["apps"], tables["app_recovery"] = apps(run)
     faulted = len(run.by_kind.get("chaos.request", []))  # requests a request fault acted on
-    return {**run_info(run, problem), **totals, **summary(tables, totals, faulted)}, tables
+    return {**run_info(run, problem), **totals, **summary(tables, totals, faulted),
+            **app_summary(tables["apps"], tables["app_recovery"])}, tables
 
 
 def summary(tables: dict[str, list[dict]], totals: dict, faulted_requests: int) -> dict:
@@ -562,3 +564,170 @@ def summary(tables: dict[str, list[dict]], totals: dict, faulted_requests: int) 
         "availability": totals["acked"] / messages if messages else None,
         "retries_per_message": totals["retries"] / messages if messages else None,
     }
+
+
+# --- an application under test (issue 39: lab/apps, its app.* records) ---------------------------------
+# The same fault windows and the same recovery rule as the app expectations (lab/control/
+# app_expectations.py: FaultWindows, AppRecovers), so a verdict and the report read a run alike.
+
+APP_KINDS = ("app.send", "app.deliver", "app.heartbeat", "app.exit")
+
+
+def _broker_group(run: Run, peer: str) -> str:
+    """A broker node's group (broker-a-1 -> broker-a), as the app expectations key a message: a
+    slave serves its master's offsets."""
+    broker = run.brokers.get(peer)
+    if broker is not None and broker["broker_name"] is not None:
+        return broker["broker_name"]
+    name, _, index = peer.rpartition("-")
+    return name if name and index.isdigit() else peer
+
+
+def _app_fault_ends(run: Run) -> tuple[list[float], dict[float, str], float | None]:
+    """When the run came out of every fault (app_expectations.FaultWindows: the ends app_recovers
+    judges), what ended the faults at each, and when the first fault began."""
+    from lab.control.app_expectations import FaultWindows
+
+    faults = FaultWindows(run.nameservers)
+    for _, r in run.of("chaos.fault"):
+        t = number(r.get("t"))
+        if t is None:
+            continue
+        try:
+            faults.observe({**r, "t": t, "nodes": [str(n) for n in r.get("nodes") or []]})
+        except (TypeError, ValueError, KeyError, AttributeError):
+            continue  # a damaged fault record opens no window
+    if run.end_t is not None:
+        faults.advance(run.end_t)
+    first = faults.union[0][0] if faults.union else None
+    return faults.ends(), {end: faults.ended_by(end) for end in faults.ends()}, first
+
+
+def app_baseline(acks: list[float], first_fault: float | None) -> int | None:
+    """The app's pre-fault rate: the median of its acknowledged sends per whole second [k, k+1)
+    from its first acknowledged send to the first fault (every such second of the run when it had
+    no fault), rounded down, at least 1; None when no whole second lies there."""
+    if not acks:
+        return None
+    begin, stop = math.ceil(min(acks)), math.floor(first_fault if first_fault is not None else max(acks))
+    seconds = range(begin, stop)
+    if not seconds:
+        return None
+    counts = Counter(math.floor(t) for t in acks)
+    return max(1, math.floor(percentile([counts[k] for k in seconds], 0.5)))
+
+
+def app_recovery_time(acks: list[float], end: float, minimum: float, until: float) -> float | None:
+    """AppRecovers' rule with `within` running to `until` (the run's end): seconds from the fault's
+    end to the first acknowledged send that closes a second (from the end on) holding `minimum`."""
+    from lab.control.app_expectations import AppRecovers
+
+    check = AppRecovers("report", minimum=minimum, within=max(0.0, until - end))
+    check.acks = acks
+    took = check._recovered(end)
+    return None if took is None else took - end
+
+
+def _lost(app: dict) -> int | None:
+    """The app's acknowledged messages delivered to none of its consumer groups (by key, or by
+    UNIQ_KEY); None when it has no consumer group: nothing it could have consumed."""
+    if not app["groups"]:
+        return None
+
+    def delivered(key: tuple, uniq_key: str | None, group: str) -> bool:
+        by_uniq_key = bool(uniq_key) and uniq_key in app["delivered_uniq"].get(group, ())
+        return key in app["delivered"].get(group, ()) or by_uniq_key
+
+    return sum(1 for key, uniq_key in app["acked"].items()
+               if not any(delivered(key, uniq_key, group) for group in app["groups"]))
+
+
+def apps(run: Run) -> tuple[list[dict], list[dict]]:
+    """Per app (node) of the run: its sends, failures, losses and duplicates (the `apps` table), and
+    its recovery after each fault end (`app_recovery`). Nothing for a run without app records."""
+    seen: dict[str, dict] = {}
+
+    def app(name: str) -> dict:
+        return seen.setdefault(name, {"acks": [], "acked_sends": 0, "failed": 0, "acked": {}, "groups": set(),
+                                      "delivered": {}, "delivered_uniq": {}, "deliveries": 0, "extra": 0,
+                                      "exit": None})
+
+    for _, r in run.of(*APP_KINDS):
+        name = text(r.get("node"))
+        if name is None:
+            continue
+        a, kind = app(name), r.get("kind")
+        if kind == "app.exit":
+            a["exit"] = r
+        elif kind == "app.heartbeat":
+            a["groups"].update(g for g in r.get("consumer_groups") or [] if isinstance(g, str))
+        elif kind == "app.send":
+            t, peer, topic = number(r.get("t")), text(r.get("peer")), text(r.get("topic"))
+            if integer(r.get("result")) == 0:  # acknowledged; another code or none (null) failed
+                offset, queue = integer(r.get("offset"), _INT64), integer(r.get("queue"))
+                batch = r.get("uniq_keys")  # a batch: its messages at offset, offset + 1, ...
+                uniq_keys = [text(u) for u in batch] if isinstance(batch, list) and batch \
+                    else [text(r.get("uniq_key"))]
+                for i, uniq_key in enumerate(uniq_keys):
+                    key = (_broker_group(run, peer or "?"), topic, queue, offset + i) \
+                        if offset is not None else ("?", topic, None, uniq_key)
+                    a["acked"].setdefault(key, uniq_key)
+                a["acked_sends"] += 1
+                if t is not None:
+                    a["acks"].append(t)
+            else:
+                a["failed"] += 1
+        elif kind == "app.deliver":
+            group, peer = text(r.get("group")), text(r.get("peer")) or "?"
+            if group is None:
+                continue
+            a["groups"].add(group)
+            keys = a["delivered"].setdefault(group, Counter())
+            uniq = a["delivered_uniq"].setdefault(group, set())
+            for message in r.get("messages") or []:
+                if not isinstance(message, (list, tuple)) or len(message) != 2:
+                    continue
+                offset, uniq_key = integer(message[0], _INT64), text(message[1])
+                key = (_broker_group(run, peer), text(r.get("topic")), integer(r.get("queue")), offset)
+                keys[key] += 1
+                a["deliveries"] += 1
+                a["extra"] += keys[key] > 1
+                if uniq_key:
+                    uniq.add(uniq_key)
+    ends, enders, first_fault = _app_fault_ends(run)
+    rows, recovery_rows = [], []
+    for name, a in sorted(seen.items()):
+        acks = sorted(a["acks"])
+        exit_record = a["exit"] or {}
+        stopped = exit_record.get("stopped_by_lab")
+        rows.append({"app": name, "sends": a["acked_sends"] + a["failed"],
+                     "acked": a["acked_sends"], "failed": a["failed"], "lost": _lost(a), "duplicates": a["extra"],
+                     "deliveries": a["deliveries"], "exit_code": integer(exit_record.get("code")),
+                     "exit_signal": text(exit_record.get("signal")),
+                     "stopped_by_lab": stopped if isinstance(stopped, bool) else None,
+                     "died": bool(a["exit"]) and stopped is False})
+        baseline = app_baseline(acks, first_fault)
+        for end in ends:
+            if not acks or end < acks[0]:
+                continue  # the app acknowledged nothing before this fault ended: nothing to recover to
+            took = None if baseline is None or run.end_t is None else app_recovery_time(acks, end, baseline, run.end_t)
+            recovery_rows.append({"app": name, "fault_end": end, "ended_by": enders.get(end), "baseline": baseline,
+                                  "recovery_s": took, "recovered": took is not None if baseline is not None else None})
+    return rows, recovery_rows
+
+
+def app_summary(rows: list[dict], recovery_rows: list[dict]) -> dict:
+    """The run's app figures, over every app of it; all null for a run without an app."""
+    if not rows:
+        return dict.fromkeys(APP_FIGURES)
+    losses = [r["lost"] for r in rows if r["lost"] is not None]
+    return {"app_sends": sum(r["sends"] for r in rows), "app_acked": sum(r["acked"] for r in rows),
+            "app_failed": sum(r["failed"] for r in rows), "app_lost": sum(losses) if losses else None,
+            "app_duplicates": sum(r["duplicates"] for r in rows),
+            "app_recovery_s": _max(r["recovery_s"] for r in recovery_rows),
+            "app_unrecovered": sum(r["recovered"] is False for r in recovery_rows),
+            "app_died": sum(r["died"] for r in rows)}
+
+
+APP_FIGURES = ("app_sends", "app_acked", "app_failed", "app_lost", "app_duplicates", "app_recovery_s",
+               "app_unrecovered", "app_died")

@@ -280,3 +280,15 @@ def test_verdicts_and_failed_expectations_per_run(trusted):
     assert runs["p10-s1.events"]["verdict"] is None  # an unjudged expectation: no verdict, as the lab says
     assert runs["p30-s1.events"]["verdict"] is None  # no expectation decided
     assert runs["p5-torn.events"]["verdict"] is None  # a damaged log is not a valid run
+
+
+def test_runs_without_an_app_show_nothing_of_the_apps(built, table):
+    """No app.* record in any log: no app table, column, summary header, plot panel or page section."""
+    summary, out = built
+    assert not (out / "tables" / "apps.parquet").exists() and not (out / "tables" / "app_recovery.parquet").exists()
+    for name in ("runs", "grid"):
+        assert not [c for c in pq.read_table(out / "tables" / f"{name}.parquet").column_names if c.startswith("app_")]
+    assert not [k for row in summary["grid_points"] for k in row if k.startswith("app_")]
+    assert not [h for h in report.summary_rows(summary)[0] if h.startswith("app")]
+    page = (out / "index.html").read_text()
+    assert "application under test" not in page and "app's" not in page and "app dups" not in page
