@@ -47,6 +47,7 @@ from lab.remoting.epoch import epoch_ms
 from lab.remoting.message import MessageExt, decode_batch, decode_properties, offset_msg_id
 from .pull import FLAG_COMMIT_OFFSET, FLAG_SUSPEND, consumer_offset_reply, decide_pull
 from lab.remoting.channels import ChannelTable, Node
+from lab.sim import broker as sim_broker
 from .producer_manager import ProducerManager
 from .stats import BrokerStats
 from .store import MessageStore, PutMessageResult
@@ -276,8 +277,7 @@ class Broker:
 
     async def _handle_stream(self, stream: trio.abc.Stream) -> None:
         channel = ClientChannel(stream, self.node.now())
-        if hasattr(stream, "query_coaster"):  # simulated: rebalance rounds over it may coast
-            stream.query_coaster = self
+        sim_broker.serve_queries(stream, self)
         self.client_channels[channel] = None
         try:
             with channel.scope:
@@ -474,12 +474,12 @@ class Broker:
             # an arrival already answered: skipped, it costs nothing per held request (80,000 on a
             # large cluster). A slave's replicated records are not announced: it re-checks.
             check = math.inf if not self.is_slave else LONG_POLLING_CHECK_INTERVAL
-            self.hold_service.hold(SuspendedPull(self, req, channel, topic, queue_id, offset, timeout, check,
-                                                 renewable=True), timeout)
+            self.hold_service.hold(sim_broker.suspended_pull(self, req, channel, topic, queue_id, offset, timeout, check),
+                                   timeout)
         else:
             short = self.config.shortPollingTimeMills
-            self.hold_service.hold(SuspendedPull(self, req, channel, topic, queue_id, offset, short, short,
-                                                 renewable=False), short, wake_on_arrival=False)
+            self.hold_service.hold(SuspendedPull(self, req, channel, topic, queue_id, offset, short, short),
+                                   short, wake_on_arrival=False)
 
     def _hold_until(self, req: RemotingCommand, channel: ClientChannel, key, ready: Callable[[], bool],
                     timeout: float, reply: Callable[[], RemotingCommand]) -> None:

@@ -7,4 +7,5 @@ network (chaos/network.py) declines every offer and each role runs its plain flo
 and a run's event log is the same bytes (tests/lab/test_aggregation_off.py).
 
     remoting    CoastingRemotingClient: a remoting client's side of renewed and coasting calls
+    broker      CoastingSuspendedPull: a broker's side of them; the member lists rebalance rounds read
 """

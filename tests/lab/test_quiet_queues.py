@@ -3,9 +3,9 @@
 An idle queue's consumer gets an empty long-poll answer every 15 s and sends the same pull straight
 back; every 5 s it resends every offset, changed or not; every 30 s each client asks for every
 route it uses, and nearly always gets the one it holds. On a simulated network without faults the
-lab skips those round trips (SuspendedPull.renew in lab/broker/held_replies.py,
+lab skips those round trips (CoastingSuspendedPull.renew in lab/sim/broker.py,
 Consumer.persist_consumer_offset, lab/clients/coasting.py), and once renewed a pull coasts:
-renewed every period with no timer until something changes (SuspendedPull.coast). With no link
+renewed every period with no timer until something changes (CoastingSuspendedPull.coast). With no link
 jitter (whose draws the skipped sends would have made), a run with the skipping and one without
 must hold the same records at the same times: only the order of records of one same instant may
 differ (and request numbers). All 18 small bundled scenarios passed this when it was written; five
@@ -22,7 +22,7 @@ import pytest
 import trio
 
 from chaos import network
-from lab.broker.held_replies import SuspendedPull
+from lab.sim.broker import CoastingSuspendedPull
 from lab.broker.long_polling import PullRequestHoldService
 from lab.clients.consumer import Consumer
 from lab.clients.coasting import CoastingRebalance, CoastingRoutePoll
@@ -56,7 +56,7 @@ IDLE_QUEUES = {"registrations-lost": ["cluster.topics=60"], "route-dialect": ["c
 @pytest.mark.parametrize("name", ["broker-crash", "master-down", "partition", "registrations-lost", "route-dialect"])
 def test_skipping_idle_round_trips_leaves_every_record_as_it_was(name, tmp_path, monkeypatch):
     skipped = collections.Counter()
-    renewed, vouched, catch_up = PullRequestHoldService._renewed, Consumer._still_vouched, SuspendedPull.catch_up
+    renewed, vouched, catch_up = PullRequestHoldService._renewed, Consumer._still_vouched, CoastingSuspendedPull.catch_up
     finish, rebalance_finish = CoastingRoutePoll.finish, CoastingRebalance.finish
 
     def counting_renewed(self, request):
@@ -84,7 +84,7 @@ def test_skipping_idle_round_trips_leaves_every_record_as_it_was(name, tmp_path,
 
     monkeypatch.setattr(PullRequestHoldService, "_renewed", counting_renewed)
     monkeypatch.setattr(Consumer, "_still_vouched", counting_vouched)
-    monkeypatch.setattr(SuspendedPull, "catch_up", counting_catch_up)
+    monkeypatch.setattr(CoastingSuspendedPull, "catch_up", counting_catch_up)
     monkeypatch.setattr(CoastingRoutePoll, "finish", counting_finish)
     monkeypatch.setattr(CoastingRebalance, "finish", counting_rebalance_finish)
     quiet = _run(name, tmp_path / "skipping.log", *IDLE_QUEUES.get(name, ()))
