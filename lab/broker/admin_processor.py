@@ -15,6 +15,12 @@ dispatches these codes here).
 | 307 | consumerStatus             | forwards the request to the consumer's connection, and its answer back |
 | 315 | statsAll, the Dashboard    | TOPIC_PUT_NUMS from the store; GROUP_GET_NUMS, BROKER_PUT_NUMS, BROKER_GET_NUMS from BrokerStats |
 | 328 | producer                   | every producer group's connections |
+| 12  | queryMsgByKey, queryMsgByUniqueKey, queryMsgTraceById | messages by KEYS / UNIQ_KEY (query_message.py) |
+| 33  | queryMsgById               | the message at a commit-log offset (query_message.py) |
+| 222 | resetOffsetByTime, skipAccumulatedMessage | each queue's offset for a time, told to the group's consumers |
+| 321 | queryCq                    | a consume queue's entries |
+| 306, 316, 329 | cleanExpiredCQ, cleanUnusedTopic, deleteExpiredCommitLog | SUCCESS: nothing expires in the lab |
+| 50-53 | updateAclConfig, deleteAclConfig, clusterAclConfigVersion, updateGlobalWhiteAddr | as 4.9.8 with aclEnable=false |
 """
 
 from __future__ import annotations
@@ -30,7 +36,10 @@ from nameserver.protocol import RemotingCommand, ResponseCode, fastjson
 from nameserver.routes import DataVersion
 from lab.remoting.epoch import epoch_ms
 
-from . import admin, broker_config_keys
+from . import admin, broker_config_keys, query_message
+from lab.remoting.message import decode_messages
+from nameserver.java_order import string_hash
+from nameserver.protocol.fastjson import Bean
 from .subscription_group import SubscriptionGroupConfig, SubscriptionGroupManager
 
 if TYPE_CHECKING:
@@ -42,7 +51,39 @@ log = logging.getLogger("lab.broker.admin")
 CALL_CLIENT_TIMEOUT = 10.0
 # MQVersion.Version.V3_1_8_SNAPSHOT.ordinal(): older clients cannot answer a forwarded request.
 V3_1_8_SNAPSHOT = 77
+
+
+def java_int(h: int) -> int:
+    """An unsigned 32-bit hash as Java's signed int."""
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
 SLAVE_REFUSAL = "Can't modify topic or subscription group from slave broker, please execute it from master broker."
+
+INVOKE_BROKER_TO_RESET_OFFSET = 222
+RESET_CONSUMER_CLIENT_OFFSET = 220
+QUERY_CONSUME_QUEUE = 321
+CLEAN_EXPIRED_CONSUMEQUEUE = 306
+CLEAN_UNUSED_TOPIC = 316
+DELETE_EXPIRED_COMMITLOG = 329
+UPDATE_AND_CREATE_ACL_CONFIG = 50
+DELETE_ACL_CONFIG = 51
+GET_BROKER_CLUSTER_ACL_INFO = 52
+UPDATE_GLOBAL_WHITE_ADDRS_CONFIG = 53
+UPDATE_AND_CREATE_ACL_CONFIG_FAILED = 209  # ResponseCode
+DELETE_ACL_CONFIG_FAILED = 210
+UPDATE_GLOBAL_WHITE_ADDRS_CONFIG_FAILED = 211
+# MQVersion.Version.V3_0_7_SNAPSHOT.ordinal(): older clients cannot reset their offsets.
+V3_0_7_SNAPSHOT = 28
+# With aclEnable=false (4.9.8's default and the lab's) BrokerController.initialAcl loads no
+# AccessValidator: AdminBrokerProcessor's ACL handlers get null from accessValidatorMap and answer
+# the NullPointerException's message, which a JDK 15+ writes this way (helpful NPE messages; the
+# broker's classes carry their local variable names). On a JDK 8 the remark is null.
+ACL_NPE = 'Cannot invoke "org.apache.rocketmq.acl.AccessValidator.{}({})" because "accessValidator" is null'
+# ConsumeQueue.CQ_STORE_UNIT_SIZE and MessageStoreConfig.mappedFileSizeConsumeQueue: getIndexBuffer
+# returns the entries from the index to the end of its mapped file.
+CQ_STORE_UNIT_SIZE = 20
+CQ_FILE_ENTRIES = 300000
 
 # Lab settings read where they are used, so a change takes effect at once (the others are read at
 # start only); their values are Java's milliseconds for the lab's durations in seconds.
@@ -90,6 +131,26 @@ class AdminProcessor:
             admin.GET_ALL_PRODUCER_INFO: self.get_all_producer_info,
             admin.GET_SYSTEM_TOPIC_LIST_FROM_BROKER: lambda req, channel: self._body(
                 req, admin.system_topic_list((self.broker.cluster_name, self.broker.broker_name))),
+            query_message.QUERY_MESSAGE: lambda req, channel: query_message.query_message(req, self.broker.store),
+            query_message.VIEW_MESSAGE_BY_ID: lambda req, channel: query_message.view_message_by_id(
+                req, self.broker.store),
+            INVOKE_BROKER_TO_RESET_OFFSET: self.reset_offset,
+            QUERY_CONSUME_QUEUE: self.query_consume_queue,
+            # DefaultMessageStore.cleanExpiredConsumerQueue / cleanUnusedTopic /
+            # executeDeleteFilesManually, then SUCCESS: the lab's store keeps every message of the
+            # run (nothing is ever expired or unused), so there is nothing for them to delete.
+            CLEAN_EXPIRED_CONSUMEQUEUE: lambda req, channel: req.response(ResponseCode.SUCCESS),
+            CLEAN_UNUSED_TOPIC: lambda req, channel: req.response(ResponseCode.SUCCESS),
+            DELETE_EXPIRED_COMMITLOG: lambda req, channel: req.response(ResponseCode.SUCCESS),
+            UPDATE_AND_CREATE_ACL_CONFIG: lambda req, channel: req.response(
+                UPDATE_AND_CREATE_ACL_CONFIG_FAILED, ACL_NPE.format("updateAccessConfig",
+                                                                    "org.apache.rocketmq.common.PlainAccessConfig")),
+            DELETE_ACL_CONFIG: lambda req, channel: req.response(
+                DELETE_ACL_CONFIG_FAILED, ACL_NPE.format("deleteAccessConfig", "String")),
+            UPDATE_GLOBAL_WHITE_ADDRS_CONFIG: lambda req, channel: req.response(
+                UPDATE_GLOBAL_WHITE_ADDRS_CONFIG_FAILED, ACL_NPE.format("updateGlobalWhiteAddrsConfig",
+                                                                        "java.util.List, String")),
+            GET_BROKER_CLUSTER_ACL_INFO: self.get_broker_acl_config_version,
         }
 
     @staticmethod
@@ -317,6 +378,94 @@ class AdminProcessor:
             return None
         minute = round(rate.tps(now, 60, uptime) * max(1.0, min(60.0, uptime)))
         return {"statsMinute": minute, "statsHour": rate.total, "statsDay": rate.total}
+
+    # --- INVOKE_BROKER_TO_RESET_OFFSET (222): Broker2Client.resetOffset ------------------------------
+
+    def reset_offset(self, req: RemotingCommand, channel: ClientChannel) -> RemotingCommand:
+        """Header topic, group, timestamp (-1: each queue's max offset), isForce. Per write queue the
+        offset for the time (SEARCH_OFFSET_BY_TIMESTAMP's), or the group's own if that is lower and
+        not forced; a queue the group has no offset on → `1 THe consumer group <g> not exist`. The
+        table goes oneway (RESET_CONSUMER_CLIENT_OFFSET, ResetOffsetBody) to every member of the
+        group, which moves and then commits it; the broker does not write the offsets itself, as
+        4.9.8's does not. No member online → 206, which makes mqadmin fall back to committing
+        the offsets itself (resetOffsetByTimestampOld)."""
+        broker = self.broker
+        topic, group = req.require("topic"), req.require("group")
+        timestamp = req.require_int("timestamp")
+        force = req.field("isForce") == "true"
+        config = broker.topic_config_manager.select(topic)
+        if config is None:
+            return req.response(ResponseCode.SYSTEM_ERROR,
+                                f"[reset-offset] reset offset failed, no topic in this broker. topic={topic}")
+        store = broker.store
+        entries = []
+        for queue_id in range(config.write_queue_nums):
+            consumer_offset = store.consumer_offsets.get((group, topic, queue_id), -1)
+            if consumer_offset == -1:
+                return req.response(ResponseCode.SYSTEM_ERROR, f"THe consumer group <{group}> not exist")
+            if timestamp == -1:
+                offset = store.max_offset(topic, queue_id)
+            else:
+                offset = store.search_offset(topic, queue_id, timestamp)
+            offset = max(offset, 0)
+            entries.append(((topic, queue_id), offset if force or offset < consumer_offset else consumer_offset))
+        table = admin._by_message_queue(entries, broker.broker_name)
+        info = broker.consumer_manager.consumer_table.get(group)
+        if info is None or not info.channel_info_table:
+            return req.response(admin.CONSUMER_NOT_ONLINE, "Consumer not online, so can not reset offset, "
+                                f"Group: {group} Topic: {topic} Timestamp: {timestamp}")
+        body = fastjson.encode(Bean(offsetTable=table))
+        for target, client in list(info.channel_info_table.items()):
+            if client.version < V3_0_7_SNAPSHOT:
+                return req.response(ResponseCode.SYSTEM_ERROR,
+                                    f"the client does not support this feature. version={client.version}")
+            target.send_soon(RemotingCommand.request(
+                RESET_CONSUMER_CLIENT_OFFSET, {"topic": topic, "group": group, "timestamp": timestamp,
+                                               "isForce": "false"},
+                body, oneway=True, serialize_type=target.serialize_type, opaque=next(broker._opaques)))
+        return req.response(ResponseCode.SUCCESS, body=body)
+
+    # --- QUERY_CONSUME_QUEUE (321) -------------------------------------------------------------------
+
+    def query_consume_queue(self, req: RemotingCommand, channel: ClientChannel) -> RemotingCommand:
+        """Header topic, queueId, index, count, consumerGroup: QueryConsumeQueueResponseBody — the
+        queue's min and max index, and from `index` on up to `count` entries (physicOffset,
+        physicSize, tagsCode: the TAGS' String.hashCode, 0 without tags); with a group, its
+        subscription of the topic and filterData (`null` for a TAG subscription, which has no
+        ConsumerFilterData), or `<group>@<topic> is not online!`."""
+        topic = req.require("topic")
+        queue_id, index, count = req.require_ints("queueId", "index", "count")
+        group = req.field("consumerGroup")
+        queue = self.broker.store.consume_queue(topic, queue_id)
+        if queue is None:
+            return req.response(ResponseCode.SYSTEM_ERROR, f"{queue_id}@{topic} is not exist!")
+        fields: dict[str, object] = {"maxQueueIndex": len(queue), "minQueueIndex": 0}
+        if group is not None:
+            info = self.broker.consumer_manager.consumer_table.get(group)
+            sub = info.subscription_table.get(topic) if info is not None else None
+            if sub is None:
+                fields["filterData"] = f"{group}@{topic} is not online!"
+            else:
+                fields["subscriptionData"] = admin._subscription(sub)
+                fields["filterData"] = "null"
+        if not 0 <= index < len(queue):
+            return req.response(ResponseCode.SUCCESS, f"Index {index} of {queue_id}@{topic} is not exist!")
+        end = min(len(queue), (index // CQ_FILE_ENTRIES + 1) * CQ_FILE_ENTRIES, index + max(count, 0))
+        entries = []
+        for record in queue[index:end]:
+            tags = decode_messages(record.data)[0].properties.get("TAGS")
+            entries.append(Bean(eval=False, physicOffset=record.commit_log_offset, physicSize=len(record.data),
+                                tagsCode=java_int(string_hash(tags)) if tags else 0))
+        fields["queueData"] = entries
+        return self._body(req, Bean(fields))
+
+    # --- ACL (52): getBrokerAclConfigVersion ---------------------------------------------------------
+
+    def get_broker_acl_config_version(self, req: RemotingCommand, channel: ClientChannel) -> None:
+        """With aclEnable=false the AccessValidator is null: 4.9.8 logs the NullPointerException and
+        returns null, so the request is never answered (mqadmin's clusterAclConfigVersion times
+        out). The lab does the same."""
+        return None
 
     # --- GET_ALL_PRODUCER_INFO (328) ----------------------------------------------------------------
 
