@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import re
 from typing import Callable
 
 import trio
@@ -45,6 +46,9 @@ CONSUMER_TIMEOUT_WHEN_SUSPEND = 30.0  # s: the pull RPC outlives the broker's 15
 OFFSET_RPC_TIMEOUT = 5.0  # s: offset queries (RemoteBrokerOffsetStore)
 MAX_OFFSET_TIMEOUT = 6.0  # s: MQAdminImpl
 OFFSET_MOVED_DELAY = 10.0  # s: before an out-of-range queue takes the broker's offset
+RESET_OFFSET_PAUSE = 10.0  # s: MQClientInstance.resetOffset sleeps this long between drop and move
+# A ResetOffsetBody's entries: fastjson writes each MessageQueue key as a JSON object.
+RESET_ENTRY = re.compile(r'\{"brokerName":"([^"]*)","queueId":(\d+),"topic":"([^"]*)"\}:(-?\d+)')
 CONSUME_FROM = ("CONSUME_FROM_LAST_OFFSET", "CONSUME_FROM_FIRST_OFFSET")
 SENT = object()  # _pull's word for a pull that is out
 PULL_SYS_FLAGS = (str(FLAG_SUSPEND), str(FLAG_SUSPEND | FLAG_COMMIT_OFFSET))  # by whether it commits
@@ -687,6 +691,28 @@ class Consumer:
             self.node.emit("consumer.consume", msg_id=msg_id, topic=mq.topic, broker=mq.broker_name,
                            queue=mq.queue_id, offset=msg.queue_offset, broker_addr=addr)
             self.consumed += 1
+
+    async def reset_offset(self, topic: str, body: bytes | None) -> None:
+        """RESET_CONSUMER_CLIENT_OFFSET from a broker (mqadmin resetOffsetByTime,
+        skipAccumulatedMessage), as 4.9.8's MQClientInstance.resetOffset: the topic's queues in the
+        table are dropped (their pulls' answers ignored), RESET_OFFSET_PAUSE later each takes its
+        new offset, which is committed to its broker, and leaves the process queue table
+        (removeUnnecessaryMessageQueue); then the consumer rebalances (resume), and the queues
+        come back at the offsets their brokers now hold. Unlike 4.9.8, the consumer's other topics
+        keep being pulled meanwhile (4.9.8 suspends the whole consumer)."""
+        table = {MessageQueue(t, b, int(q)): int(o) for b, q, t, o in RESET_ENTRY.findall((body or b"").decode())}
+        for mq, pq in list(self.process_queue_table.items()):
+            if mq.topic == topic and mq in table:
+                pq.drop()
+        await self.node.sleep(RESET_OFFSET_PAUSE)
+        for mq in self.process_queue_table.of_topic(topic):
+            if mq in table:
+                self.offset_store.update_offset(mq, table[mq], increase_only=False)
+                await self.persist(mq)
+                self.offset_store.remove_offset(mq)
+                if mq in self.process_queue_table:
+                    self.process_queue_table.pop(mq).drop()
+        self.instance.rebalance_immediately()
 
     async def _offset_moved(self, mq: MessageQueue, pq: ProcessQueue, next_begin_offset: int) -> None:
         """OFFSET_ILLEGAL: after a pause, take the broker's offset, persist it and drop the queue;

@@ -41,6 +41,8 @@ if TYPE_CHECKING:
     from .consumer import Consumer
     from .producer import Producer
 
+RESET_CONSUMER_CLIENT_OFFSET = 220  # RequestCode
+
 log = logging.getLogger("lab.clients")
 
 CLIENT_IP = "127.0.0.1"
@@ -349,7 +351,8 @@ class MQClientInstance:
 
     def _process_request(self, command: RemotingCommand) -> RemotingCommand | None:
         """Requests brokers send to the client (ClientRemotingProcessor): NOTIFY_CONSUMER_IDS_CHANGED,
-        and GET_CONSUMER_RUNNING_INFO, which is answered; any other code is ignored."""
+        GET_CONSUMER_RUNNING_INFO, which is answered, and RESET_CONSUMER_CLIENT_OFFSET; any other code is
+        ignored."""
         if command.code == RequestCode.NOTIFY_CONSUMER_IDS_CHANGED:
             self.rebalance_immediately()
         elif command.code == RequestCode.GET_CONSUMER_RUNNING_INFO:
@@ -359,6 +362,11 @@ class MQClientInstance:
                 return command.response(ResponseCode.SYSTEM_ERROR,
                                         f"The Consumer Group <{group}> not exist in this consumer")
             return command.response(ResponseCode.SUCCESS, body=encode(consumer.running_info()))
+        elif command.code == RESET_CONSUMER_CLIENT_OFFSET:  # ClientRemotingProcessor.resetOffset
+            group = command.field("group")
+            consumer = next((c for c in self.consumers if c.consumer_group == group), None)
+            if consumer is not None and command.field("topic"):
+                self.nursery.start_soon(consumer.reset_offset, command.field("topic"), command.body)
         return None
 
     def rebalance_immediately(self) -> None:
