@@ -18,6 +18,7 @@ dispatches these codes here).
 | 12  | queryMsgByKey, queryMsgByUniqueKey, queryMsgTraceById | messages by KEYS / UNIQ_KEY (query_message.py) |
 | 33  | queryMsgById               | the message at a commit-log offset (query_message.py) |
 | 222 | resetOffsetByTime, skipAccumulatedMessage | each queue's offset for a time, told to the group's consumers |
+| 309 | queryMsgById / queryMsgByUniqueKey -g -d | the message, forwarded to the consumer as 307 is |
 | 321 | queryCq                    | a consume queue's entries |
 | 306, 316, 329 | cleanExpiredCQ, cleanUnusedTopic, deleteExpiredCommitLog | SUCCESS: nothing expires in the lab |
 | 50-53 | updateAclConfig, deleteAclConfig, clusterAclConfigVersion, updateGlobalWhiteAddr | as 4.9.8 with aclEnable=false |
@@ -62,6 +63,7 @@ SLAVE_REFUSAL = "Can't modify topic or subscription group from slave broker, ple
 
 INVOKE_BROKER_TO_RESET_OFFSET = 222
 RESET_CONSUMER_CLIENT_OFFSET = 220
+CONSUME_MESSAGE_DIRECTLY = 309
 QUERY_CONSUME_QUEUE = 321
 CLEAN_EXPIRED_CONSUMEQUEUE = 306
 CLEAN_UNUSED_TOPIC = 316
@@ -135,6 +137,7 @@ class AdminProcessor:
             query_message.VIEW_MESSAGE_BY_ID: lambda req, channel: query_message.view_message_by_id(
                 req, self.broker.store),
             INVOKE_BROKER_TO_RESET_OFFSET: self.reset_offset,
+            CONSUME_MESSAGE_DIRECTLY: self.consume_message_directly,
             QUERY_CONSUME_QUEUE: self.query_consume_queue,
             # DefaultMessageStore.cleanExpiredConsumerQueue / cleanUnusedTopic /
             # executeDeleteFilesManually, then SUCCESS: the lab's store keeps every message of the
@@ -302,7 +305,28 @@ class AdminProcessor:
     # --- GET_CONSUMER_RUNNING_INFO (307): Broker2Client.callClient ----------------------------------------
 
     def get_consumer_running_info(self, req: RemotingCommand, channel: ClientChannel) -> RemotingCommand | None:
-        group, client_id = req.require("consumerGroup"), req.require("clientId")
+        return self._call_consumer(req, channel, req.require("consumerGroup"), req.require("clientId"))
+
+    def consume_message_directly(self, req: RemotingCommand, channel: ClientChannel) -> RemotingCommand | None:
+        """CONSUME_MESSAGE_DIRECTLY (309; mqadmin queryMsgById / queryMsgByUniqueKey with -g -d,
+        which send the message's offset msgId): header consumerGroup, clientId, msgId; the record
+        at the msgId's commit-log offset becomes the body, brokerName is added, and the request
+        goes to the consumer as 307 does. No record there: `1` naming the offset (4.9.8 fails with
+        a NullPointerException)."""
+        group, client_id, msg_id = req.require("consumerGroup"), req.require("clientId"), req.require("msgId")
+        try:
+            offset = int.from_bytes(bytes.fromhex(msg_id)[8:16], "big", signed=True)
+        except ValueError:
+            offset = -1
+        data = self.broker.store.record_at(offset) if len(msg_id) == 32 else None
+        if data is None:
+            return req.response(ResponseCode.SYSTEM_ERROR, f"can not find message by the offset, {offset}")
+        fields = {**(req.ext_fields or {}), "brokerName": self.broker.broker_name}
+        return self._call_consumer(req, channel, group, client_id, fields, data)
+
+    def _call_consumer(self, req: RemotingCommand, channel: ClientChannel, group: str, client_id: str,
+                       fields: dict | None = None, body: bytes | None = None) -> RemotingCommand | None:
+        """AdminBrokerProcessor.callConsumer: the member's connection, its version, then callClient."""
         found = self.broker.consumer_manager.find_channel(group, client_id)
         if found is None:
             return req.response(ResponseCode.SYSTEM_ERROR, f"The Consumer <{group}> <{client_id}> not online")
@@ -310,14 +334,15 @@ class AdminProcessor:
         if info.version < V3_1_8_SNAPSHOT:
             return req.response(ResponseCode.SYSTEM_ERROR, f"The Consumer <{client_id}> Version <{info.version}> "
                                 "too low to finish, please upgrade it to V3_1_8_SNAPSHOT")
-        self.broker._services.start_soon(self._call_client, req, channel, target, group, client_id)
+        self.broker._services.start_soon(self._call_client, req, channel, target, group, client_id, fields, body)
         return None
 
     async def _call_client(self, req: RemotingCommand, channel: ClientChannel, target: ClientChannel,
-                           group: str, client_id: str) -> None:
-        """Send the request on the consumer's own connection and answer `req` with its reply:
-        code, remark, extFields and body as the consumer sent them."""
-        forward = RemotingCommand.request(req.code, req.ext_fields, req.body, serialize_type=target.serialize_type,
+                           group: str, client_id: str, fields: dict | None = None, body: bytes | None = None) -> None:
+        """Send the request (with `fields` and `body` if given) on the consumer's own connection
+        and answer `req` with its reply: code, remark, extFields and body as the consumer sent them."""
+        forward = RemotingCommand.request(req.code, req.ext_fields if fields is None else fields,
+                                          req.body if body is None else body, serialize_type=target.serialize_type,
                                           opaque=next(self.broker._opaques))
         key = (target, forward.opaque)
         answered = trio.Event()

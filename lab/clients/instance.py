@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from .producer import Producer
 
 RESET_CONSUMER_CLIENT_OFFSET = 220  # RequestCode
+CONSUME_MESSAGE_DIRECTLY = 309  # RequestCode
 
 log = logging.getLogger("lab.clients")
 
@@ -351,8 +352,8 @@ class MQClientInstance:
 
     def _process_request(self, command: RemotingCommand) -> RemotingCommand | None:
         """Requests brokers send to the client (ClientRemotingProcessor): NOTIFY_CONSUMER_IDS_CHANGED,
-        GET_CONSUMER_RUNNING_INFO, which is answered, and RESET_CONSUMER_CLIENT_OFFSET; any other code is
-        ignored."""
+        GET_CONSUMER_RUNNING_INFO and CONSUME_MESSAGE_DIRECTLY, which are answered, and
+        RESET_CONSUMER_CLIENT_OFFSET; any other code is ignored."""
         if command.code == RequestCode.NOTIFY_CONSUMER_IDS_CHANGED:
             self.rebalance_immediately()
         elif command.code == RequestCode.GET_CONSUMER_RUNNING_INFO:
@@ -362,6 +363,16 @@ class MQClientInstance:
                 return command.response(ResponseCode.SYSTEM_ERROR,
                                         f"The Consumer Group <{group}> not exist in this consumer")
             return command.response(ResponseCode.SUCCESS, body=encode(consumer.running_info()))
+        elif command.code == CONSUME_MESSAGE_DIRECTLY:  # ClientRemotingProcessor.consumeMessageDirectly
+            group = command.field("consumerGroup")
+            consumer = next((c for c in self.consumers if c.consumer_group == group), None)
+            if consumer is None:
+                return command.response(ResponseCode.SYSTEM_ERROR,
+                                        f"The Consumer Group <{group}> not exist in this consumer")
+            # ConsumeMessageConcurrentlyService.consumeMessageDirectly: a lab consumer's listener
+            # takes every message, at once.
+            return command.response(ResponseCode.SUCCESS, body=encode(
+                {"autoCommit": True, "consumeResult": "CR_SUCCESS", "order": False, "spentTimeMills": 0}))
         elif command.code == RESET_CONSUMER_CLIENT_OFFSET:  # ClientRemotingProcessor.resetOffset
             group = command.field("group")
             consumer = next((c for c in self.consumers if c.consumer_group == group), None)

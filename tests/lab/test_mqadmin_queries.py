@@ -157,3 +157,31 @@ async def test_acl_commands_get_4_9_8_s_answers_with_acl_disabled(tcp):
     with pytest.raises(Exception):  # never answered: the client's own timeout
         await tcp.call(broker.address, ap.GET_BROKER_CLUSTER_ACL_INFO, timeout=1.0)
     assert (await tcp.call(broker.address, ap.CLEAN_UNUSED_TOPIC)).code == ResponseCode.SUCCESS  # still serving
+
+
+async def test_query_msg_by_id_with_a_consumer_has_it_consume_the_message_directly(tcp):
+    """queryMsgById / queryMsgByUniqueKey -g <group> -d <clientId>: CONSUME_MESSAGE_DIRECTLY (309) with
+    the message's offset msgId; the broker forwards the stored message to the consumer, whose
+    ConsumeMessageDirectlyResult comes back."""
+    from lab.clients.consumer import Consumer
+    from lab.clients.instance import MQClientInstance
+
+    ns, broker = await cluster(tcp)
+    sent = await tcp.send(broker.address, b"direct", properties=props(TAGS="t", UNIQ_KEY="C0FFEE"))
+    node = tcp.node("consumer-0")
+    consumer = Consumer(node, MQClientInstance(node, [ns], tcp.nursery), [TOPIC])
+    await consumer.start()
+    group = consumer.consumer_group
+    with trio.fail_after(10):
+        while not broker.broker.consumer_manager.get_all_client_id(group):
+            await trio.sleep(0.05)
+    (client_id,) = broker.broker.consumer_manager.get_all_client_id(group)
+    reply = await tcp.call(broker.address, ap.CONSUME_MESSAGE_DIRECTLY,
+                           {"consumerGroup": group, "clientId": client_id, "msgId": sent.field("msgId")})
+    assert reply.code == ResponseCode.SUCCESS, reply.remark
+    assert json.loads(reply.body) == {"autoCommit": True, "consumeResult": "CR_SUCCESS", "order": False,
+                                      "spentTimeMills": 0}
+    other = await tcp.call(broker.address, ap.CONSUME_MESSAGE_DIRECTLY,
+                           {"consumerGroup": "nobody", "clientId": client_id, "msgId": sent.field("msgId")})
+    assert (other.code, other.remark) == (ResponseCode.SYSTEM_ERROR, f"The Consumer <nobody> <{client_id}> not online")
+    await consumer.shutdown()
