@@ -408,8 +408,8 @@ class AdminProcessor:
 
     def reset_offset(self, req: RemotingCommand, channel: ClientChannel) -> RemotingCommand:
         """Header topic, group, timestamp (-1: each queue's max offset), isForce. Per write queue the
-        offset for the time (SEARCH_OFFSET_BY_TIMESTAMP's), or the group's own if that is lower and
-        not forced; a queue the group has no offset on → `1 THe consumer group <g> not exist`. The
+        offset for the time (getOffsetInQueueByTime: the message stored nearest to it), or the
+        group's own if that is lower and not forced; a queue the group has no offset on → `1 THe consumer group <g> not exist`. The
         table goes oneway (RESET_CONSUMER_CLIENT_OFFSET, ResetOffsetBody) to every member of the
         group, which moves and then commits it; the broker does not write the offsets itself, as
         4.9.8's does not. No member online → 206, which makes mqadmin fall back to committing
@@ -431,7 +431,7 @@ class AdminProcessor:
             if timestamp == -1:
                 offset = store.max_offset(topic, queue_id)
             else:
-                offset = store.search_offset(topic, queue_id, timestamp)
+                offset = store.offset_in_queue_by_time(topic, queue_id, timestamp)
             offset = max(offset, 0)
             entries.append(((topic, queue_id), offset if force or offset < consumer_offset else consumer_offset))
         table = admin._by_message_queue(entries, broker.broker_name)

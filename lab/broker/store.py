@@ -164,6 +164,33 @@ class MessageStore:
         queue = self._consume_queues.get((topic, queue_id), [])
         return bisect.bisect_left(queue, timestamp, key=lambda r: r.store_timestamp)
 
+    def offset_in_queue_by_time(self, topic: str, queue_id: int, timestamp: int) -> int:
+        """ConsumeQueue.getOffsetInQueueByTime, 4.9.8's binary search as it is: a message stored at
+        exactly `timestamp` (whichever the search meets first), else the nearer of the two it ended
+        between (the earlier one on a tie), so a time after every message gives the last message's
+        offset and one before all the first's; 0 for a queue with no message. (4.9.8 first picks
+        the consume-queue file by its last-modified time; a lab queue is one file.)"""
+        queue = self._consume_queues.get((topic, queue_id))
+        if not queue:
+            return 0
+        low, high = 0, len(queue) - 1
+        left = right = -1
+        left_value = right_value = -1
+        while high >= low:
+            mid = (low + high) // 2
+            store_time = queue[mid].store_timestamp
+            if store_time == timestamp:
+                return mid
+            if store_time > timestamp:
+                high, right, right_value = mid - 1, mid, store_time
+            else:
+                low, left, left_value = mid + 1, mid, store_time
+        if left_value == -1:
+            return right
+        if right_value == -1:
+            return left
+        return right if abs(timestamp - left_value) > abs(timestamp - right_value) else left
+
     def earliest_store_time(self, topic: str, queue_id: int) -> int:
         """Store time (ms) of the queue's first message, -1 if it has none."""
         queue = self._consume_queues.get((topic, queue_id))

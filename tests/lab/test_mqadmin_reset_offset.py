@@ -56,11 +56,18 @@ async def test_reset_offset_by_time_moves_the_online_consumer_back(tcp, monkeypa
         while any(store.consumer_offsets.get((group, TOPIC, q)) != 2 for q in range(4)):
             await trio.sleep(0.05)
 
-    # not forced: only queues whose offset for the time is below the group's move
+    # a time after every message: getOffsetInQueueByTime gives each queue's last message (not its
+    # max offset), lower than the group's, so it moves even when not forced
     later = store.consume_queue(TOPIC, 1)[1].store_timestamp
-    kept = await tcp.call(broker.address, ap.INVOKE_BROKER_TO_RESET_OFFSET,
+    last = await tcp.call(broker.address, ap.INVOKE_BROKER_TO_RESET_OFFSET,
                           {"topic": TOPIC, "group": group, "timestamp": later + 10**9, "isForce": "false"})
-    assert offset_table(kept.body) == {("broker-a", q): 2 for q in range(4)}
+    assert offset_table(last.body) == {("broker-a", q): 1 for q in range(4)}
+    with trio.fail_after(15):
+        while consumer.consumed < 20:  # each queue's last message again
+            await trio.sleep(0.05)
+    with trio.fail_after(10):
+        while any(store.consumer_offsets.get((group, TOPIC, q)) != 2 for q in range(4)):
+            await trio.sleep(0.05)
 
     # skipAccumulatedMessage: timestamp -1, each queue's max offset
     for i in range(4):
@@ -69,6 +76,9 @@ async def test_reset_offset_by_time_moves_the_online_consumer_back(tcp, monkeypa
                           {"topic": TOPIC, "group": group, "timestamp": -1, "isForce": "true"})
     assert skip.code == ResponseCode.SUCCESS
     assert offset_table(skip.body) == {("broker-a", 0): 6, **{("broker-a", q): 2 for q in (1, 2, 3)}}
+    with trio.fail_after(15):
+        while consumer.consumed < 24 or store.consumer_offsets.get((group, TOPIC, 0)) != 6:
+            await trio.sleep(0.05)
     await consumer.shutdown()
 
 
@@ -88,3 +98,19 @@ async def test_reset_offset_refusals_are_4_9_8_s(tcp):
     unknown = await tcp.call(broker.address, ap.INVOKE_BROKER_TO_RESET_OFFSET, {**fields, "topic": "Nope"})
     assert (unknown.code, unknown.remark) == (
         ResponseCode.SYSTEM_ERROR, "[reset-offset] reset offset failed, no topic in this broker. topic=Nope")
+
+
+def test_offset_in_queue_by_time_is_4_9_8_s_nearest_message():
+    from lab.broker.store import MessageStore
+    from lab.remoting.message import MessageExt
+
+    store = MessageStore()
+    assert store.offset_in_queue_by_time(TOPIC, 0, 5) == 0  # no message
+    for t in (100, 200, 200, 300, 400):
+        msg = MessageExt(topic=TOPIC, queue_id=0, body=b"x", properties={})
+        msg.store_host = msg.born_host = "127.0.0.1:10911"
+        msg.store_timestamp = msg.born_timestamp = t
+        store.put(msg)
+    by_time = lambda t: store.offset_in_queue_by_time(TOPIC, 0, t)  # noqa: E731
+    assert [by_time(t) for t in (0, 100, 140, 150, 160, 300, 399, 10**6)] == [0, 0, 0, 0, 1, 3, 4, 4]
+    assert by_time(200) == 2  # the one the search meets first ((0 + 4) // 2), not the first stored at 200
