@@ -387,6 +387,12 @@ def check_registration(learner_cls, replies: dict, timeout: float, compressed: b
     late = {a: cs[0]["start"] for a, cs in per.items() if cs[0]["start"] > 0.0}
     assert not late, (f"every registration starts at once: {', '.join(f'{a} began at t={t:g}' for a, t in late.items())} "
                       f"(a slow NameServer must not hold back the others)")
+    for c in calls:
+        assert c["header"].get("bodyCrc32") == str(crc32(c["body"] or b"")), \
+            (f"bodyCrc32 is the CRC32 of the body sent ({'compressed' if compressed else 'plain'}: the bytes the "
+             f"NameServer checks it against; got {c['header'].get('bodyCrc32')}, the body's is {crc32(c['body'] or b'')})")
+        assert c["header"].get("compressed") == str(compressed).lower(), \
+            f"the header says compressed={str(compressed).lower()} (got {c['header'].get('compressed')!r})"
     bounds = sorted({c["timeout"] for c in calls} - {timeout})
     assert not bounds, f"each call is bounded by the timeout given ({timeout:g} s; got {bounds})"
     cut = [a for a, cs in per.items() if cs[0]["outcome"] == "cancelled"]

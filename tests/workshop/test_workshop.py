@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 import nameserver.routes
+from lab.control import scenarios
 from lab.workshop import check as checking
 from lab.workshop.course import COURSE, get
 from lab.workshop.override import WorkshopError, load_function, swapped
@@ -135,3 +136,21 @@ def test_a_stateful_solution_is_swapped_in_where_the_lab_builds_its_own(exercise
         swapped_in = getattr(module, attr)
         assert swapped_in is not lab_own
     assert getattr(module, attr) is lab_own, "the lab's own comes back"
+
+
+@pytest.mark.parametrize("exercise", [e for e in COURSE if e.nemesis], ids=lambda e: e.name)
+def test_a_seeded_scenario_draws_its_faults_from_the_seed(exercise):
+    """Maelstrom's nemesis: over the exercise's seeds (at least 10) the fault moves between nodes, kinds
+    and times, every field of the template is filled, and the same seed draws the same fault."""
+    assert len(exercise.seeds) >= 10
+    draws = [exercise.nemesis(seed) for seed in exercise.seeds]
+    assert draws == [exercise.nemesis(seed) for seed in exercise.seeds], "a seed draws one fault"
+    assert len({d["summary"] for d in draws}) == len(draws), "every seed a different fault"
+    for key in draws[0]:
+        if key != "summary" and not key.endswith(("_at", "_start", "_end", "end", "at")):
+            continue
+        assert len({d[key] for d in draws}) > 1, f"{key} is the same on every seed"
+    for seed in exercise.seeds:
+        text, drawn, _ = exercise.seeded(exercise.scenario_path, seed)
+        assert "${" not in text and drawn == exercise.nemesis(seed)["summary"]
+        scenarios.prepare(str(exercise.scenario_path), seed=seed, text=text)  # a valid scenario
