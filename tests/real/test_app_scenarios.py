@@ -85,9 +85,11 @@ ALL_NS_DOWN = ("app-all-nameservers-down", [('duration = "2m"', 'duration = "45s
 
 def test_the_well_behaved_app_is_valid_through_a_broker_crash(tmp_path):
     name, replacements, drop = BROKER_CRASH
-    report, records = run_app(tmp_path, name, shortened(name, replacements, drop), "python_app.py")
+    history = '\n[[expect]]\nname = "its history agrees with the wire"\ntype = "app_history"\nfile = "app-history.jsonl"\n'
+    report, records = run_app(tmp_path, name, shortened(name, replacements, drop) + history, "python_app.py")
     assert report["exit"] == 0, held(report)
     assert report["valid"] is True
+    assert "agree with the wire" in results(report)["its history agrees with the wire"]["detail"]
     detail = results(report)["every message acknowledged to the app is consumed by its group"]["detail"]
     assert "processed (by its history app-history.jsonl) by CG-app" in detail
     sends = [r for r in records if r["kind"] == "app.send" and r["result"] == 0]
