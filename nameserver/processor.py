@@ -54,9 +54,7 @@ class DefaultRequestProcessor:
         # What each topic was last answered (its _route_cache key -> body, None for 17), and the
         # queries since the last `ns.routes`.
         self._last_answer: dict[tuple, bytes | None] = {}
-        # The last unchanged_route_answers found: (route generation, serialize type, standard,
-        # topics, answers); a new answer in _last_answer forgets it.
-        self._unchanged_answers: tuple | None = None
+        self.answers_version = 0  # bumped with every answer unlike the last for its topic (ns.route)
         self._route_queries = self._route_not_found = self._route_unchanged = 0
         self._handlers = {
             RequestCode.PUT_KV_CONFIG: self.put_kv_config,
@@ -221,7 +219,7 @@ class DefaultRequestProcessor:
             self._route_unchanged += 1
             return
         self._last_answer[key] = body
-        self._unchanged_answers = None
+        self.answers_version += 1
         self.listener("ns.route", {"topic": key[0], "found": body is not None})
 
     def report_route_queries(self) -> None:
@@ -236,35 +234,20 @@ class DefaultRequestProcessor:
         (which UPDATE_NAMESRV_CONFIG can switch)."""
         return self.routes.generation, self.kv.generation, self.config.orderMessageEnable
 
-    def unchanged_route_answers(self, sample: RemotingCommand, topics: list[str]) -> list[bytes] | None:
-        """The bodies GET_ROUTEINFO_BY_TOPIC asked as `sample` asks would get for `topics`, when
-        each is a route found and the same as the topic's answer before (to anyone): queries that
-        _count_route_query would only count. None when one is not."""
-        standard = sample.version >= V4_9_4 or sample.bool_field("acceptStandardJsonOnly")
-        serialize_type, last_answer = sample.serialize_type, self._last_answer
-        generation = self.route_generation()
-        memo = self._unchanged_answers
-        # Every client polls the same topics every 30 s: while neither the routes nor the answers
-        # given change, neither does this (a suffix: a round that coasts from midway).
-        if memo is not None and memo[:3] == (generation, serialize_type, standard) and len(topics) <= len(memo[3]):
-            skipped = len(memo[3]) - len(topics)
-            if memo[3][skipped:] == topics:
-                return memo[4][skipped:]
-        answers = []
-        for topic in topics:
-            key = (topic, serialize_type, standard)
-            body = self._route_body(key)
-            last = last_answer.get(key)
-            if body is None or not (last is body or last == body):
-                return None
-            answers.append(body)
-        self._unchanged_answers = (generation, serialize_type, standard, list(topics), answers)
-        return answers
+    def last_route_answer(self, key: tuple) -> bytes | None:
+        """The body the topic was last answered with (key: as route_body's), None for none or 17."""
+        return self._last_answer.get(key)
 
-    def count_unchanged_route_queries(self, n: int) -> None:
-        """n route queries answered as unchanged_route_answers said, by a coasting route poll."""
+    def count_repeated_route_queries(self, n: int) -> None:
+        """n route queries answered with their topics' last answers, outside process_request:
+        counted as _count_route_query counts a repeat."""
         self._route_queries += n
         self._route_unchanged += n
+
+    def route_body(self, key: tuple) -> bytes | None:
+        """The body GET_ROUTEINFO_BY_TOPIC answers now; key: (topic, serialize type, standard JSON
+        only). None: no route (17)."""
+        return self._route_body(key)
 
     def _route_body(self, key: tuple) -> bytes | None:
         """key: (topic, serialize type, standard JSON only)."""

@@ -11,6 +11,7 @@ from nameserver.config import parse_properties
 from nameserver.kvconfig import KVConfigManager
 from nameserver.protocol import RemotingCommand, RequestCode as RC, ResponseCode, SerializeType, crc32
 from nameserver.routes import DataVersion
+from nameserver.server import UnchangedRouteAnswers
 
 A0, A1 = "10.0.0.1:10911", "10.0.1.1:10911"
 DV1, DV2 = DataVersion(1_700_000_000_000, 1), DataVersion(1_700_000_000_000, 2)
@@ -674,17 +675,18 @@ def test_closing_an_unrelated_channel_reports_nothing(ns, h):
 
 def test_unchanged_route_answers_are_found_again_only_while_the_routes_stay_as_they_were(ns, h):
     # A coasting route poll asks this at every round; its answers must follow the routes.
+    unchanged_route_answers = UnchangedRouteAnswers(ns.proc)
     ns.register("broker-a", 0, table=h.topics("T1", "T2"), version=DV1, now=0)
     sample = RemotingCommand.request(RC.GET_ROUTEINFO_BY_TOPIC, {"topic": "T1"})
-    assert ns.proc.unchanged_route_answers(sample, ["T1", "T2"]) is None, "never answered yet"
+    assert unchanged_route_answers(sample, ["T1", "T2"]) is None, "never answered yet"
     bodies_before = [ns.route(topic).body for topic in ("T1", "T2")]
-    assert ns.proc.unchanged_route_answers(sample, ["T1", "T2"]) == bodies_before
-    assert ns.proc.unchanged_route_answers(sample, ["T2"]) == bodies_before[1:]  # a round coasting from midway
+    assert unchanged_route_answers(sample, ["T1", "T2"]) == bodies_before
+    assert unchanged_route_answers(sample, ["T2"]) == bodies_before[1:]  # a round coasting from midway
     ns.register("broker-a", 1, table=h.topics("T1", "T2"), version=DV1, now=1)  # a slave: both routes change
-    assert ns.proc.unchanged_route_answers(sample, ["T1", "T2"]) is None
+    assert unchanged_route_answers(sample, ["T1", "T2"]) is None
     bodies_after = [ns.route(topic).body for topic in ("T1", "T2")]
     assert bodies_after != bodies_before
-    assert ns.proc.unchanged_route_answers(sample, ["T1", "T2"]) == bodies_after
+    assert unchanged_route_answers(sample, ["T1", "T2"]) == bodies_after
 
 
 def test_the_listener_hears_a_route_answer_only_when_it_differs_from_the_last_and_counts_them_all(ns):
