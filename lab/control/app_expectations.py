@@ -229,6 +229,15 @@ class AppCheck(Check):
         self.unjudged(what, now)
 
 
+def _stored(r: dict) -> list[tuple]:
+    """(offset, UNIQ_KEY) of each message an acknowledged app.send stored: a batch's are at offset,
+    offset + 1, ... in the order of its uniq_keys."""
+    keys, offset = r.get("uniq_keys"), r.get("offset")
+    if not keys:
+        return [(offset, r.get("uniq_key"))]
+    return [(offset + i if offset is not None else None, key) for i, key in enumerate(keys)]
+
+
 def _key_text(key: tuple) -> str:
     broker, topic, queue, offset = key
     return f"{topic}@{broker}:{queue}#{offset}"
@@ -261,9 +270,9 @@ class AppAckedConsumed(AppCheck):
     def observe_app(self, r: dict) -> None:
         kind = r["kind"]
         if kind == "app.send" and r.get("result") == 0:
-            key = (self.group(r["peer"]), r["topic"], r.get("queue"), r.get("offset"))
-            self.acked.setdefault(key if r.get("offset") is not None else ("?", r["topic"], None, r.get("uniq_key")),
-                                  (r["t"], r.get("uniq_key")))
+            for offset, uniq_key in _stored(r):
+                key = (self.group(r["peer"]), r["topic"], r.get("queue"), offset)
+                self.acked.setdefault(key if offset is not None else ("?", r["topic"], None, uniq_key), (r["t"], uniq_key))
         elif kind == "app.heartbeat":
             self.groups.update(r.get("consumer_groups") or [])
         elif kind in ("app.deliver", "app.commit"):
@@ -724,9 +733,10 @@ class AppHistory(AppCheck):
         if r["kind"] == "app.send":
             self.wire += 1
             if r.get("result") == 0:
-                if r.get("uniq_key"):
-                    self.acked_uniq.add(r["uniq_key"])
-                self.acked_at.add((r["topic"], r.get("queue"), r.get("offset")))
+                for offset, uniq_key in _stored(r):
+                    if uniq_key:
+                        self.acked_uniq.add(uniq_key)
+                    self.acked_at.add((r["topic"], r.get("queue"), offset))
         elif r["kind"] == "app.deliver":
             self.wire += 1
             for offset, uniq_key in r.get("messages", []):

@@ -134,6 +134,15 @@ def test_acked_consumed_counts_a_message_read_from_the_slave(tmp_path):
     assert one(judge(tmp_path, ACKED, records)).ok is True
 
 
+def test_acked_consumed_counts_each_message_of_a_batch(tmp_path):
+    batch = rec(50.0, "app.send", peer="broker-b-0", group="PG-app", topic=TOPIC, result=0, ms=2.0, queue=0,
+                offset=1000, msg_id="MB", uniq_key="B0", uniq_keys=["B0", "B1", "B2"])
+    delivered = rec(50.1, "app.deliver", peer="broker-b-0", group=GROUP, topic=TOPIC, queue=0,
+                    messages=[[1000, "B0"], [1001, "B1"]])
+    r = one(judge(tmp_path, ACKED, history() + [batch, delivered]))
+    assert r.ok is False and r.detail.startswith("1 of ") and "AppTopic@broker-b:0#1002 acked at t=50.0s (UNIQ_KEY B2)" in r.detail
+
+
 def test_acked_consumed_cannot_be_judged_without_acks_or_a_consumer(tmp_path):
     r = one(judge(tmp_path, ACKED, EMPTY))
     assert r.ok is None and "no app ran" in r.detail
