@@ -4,6 +4,9 @@
 # make schedules — the simulated tests again under trio scheduler seeds 1-5 (NSLAB_TEST_SEED): a
 #                  verdict that depends on the order trio runs ready tasks in fails here, replayably
 # make bench — run the benchmarks and print their figures
+# make app-scenarios — the sample app (examples/apps/python_app.py, on the real C++ client) through
+#                  every bundled app scenario at full length, and each broken app through its own:
+#                  real time, about 25 minutes (make test runs five shortened cases)
 # The interpreter .venv is made from: the distribution's python3.11 first, when it can make a venv.
 # Debian's and Ubuntu's are built with PGO and LTO and ran a simulated lab 13-20 % faster than a
 # plain source build (pyenv's default) here: bench_cluster_sim.py's command, timed on both. Then the
@@ -15,7 +18,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: lab test seeds schedules bench bytecode clean
+.PHONY: lab test seeds schedules bench app-scenarios bytecode clean
 
 # wheel first: pyspark ships only as an sdist, which pip would otherwise install by the deprecated
 # `setup.py install`.
@@ -49,6 +52,9 @@ seeds: bytecode
 
 bench: bytecode
 	$(BIN)/python benchmarks/run_all.py
+
+app-scenarios: bytecode
+	NSLAB_APP_LIBRARY=1 $(BIN)/python -m pytest tests/real/test_app_scenarios.py -k library
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -389,6 +389,10 @@ def list_scenarios(args: argparse.Namespace) -> int:
     for path in scenarios.bundled():
         scenario = load_scenario(path, vocabulary())
         print(f"{scenario.name:<26} {scenario.teaches}")
+    print("\nYour application under chaos (sockets, real time: nslab run NAME --app 'CMD'; docs/apps.md):")
+    for path in scenarios.app_scenarios():
+        scenario = load_scenario(path, vocabulary())
+        print(f"{scenario.name:<26} {scenario.teaches}")
     return 0
 
 
