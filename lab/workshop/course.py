@@ -16,7 +16,7 @@ from typing import Callable
 
 from lab.control import scenarios
 
-from . import register_everywhere, route_manager, selector, warmups
+from . import nemeses, register_everywhere, route_manager, selector, warmups
 from .measure import disagreement_seconds, failed_sends_while_down, freeze_minus_kill, silence_before_removal
 
 HERE = Path(__file__).resolve().parent
@@ -110,6 +110,8 @@ class Exercise:
         return SOLUTIONS_DIR / (f"{self.name}.py" if self.target else f"{self.name}.txt")
 
 
+TEN = tuple(range(1, 11))  # a seeded scenario's seeds: each draws its own fault
+
 COURSE = [
     Exercise(1, "registration-and-expiry", "Registration and expiry: the 30 / 10 / 120 s timers",
              "registration-and-expiry.toml", predict=Prediction(
@@ -128,16 +130,17 @@ COURSE = [
                  "For how many seconds does ns-0 go without broker-a-0 while ns-1 still lists it?",
                  "s", 15.0, disagreement_seconds)),
     Exercise(5, "expiry-scan", "Warm-up: the expiry scan's decision", "expiry-scan.toml",
-             target="nameserver.routes:expired_brokers",
+             target="nameserver.routes:expired_brokers", seeds=TEN, nemesis=nemeses.expiry_scan,
              tests=[warmups.test_expiry_leaves_the_table_alone, warmups.test_expiry_only_the_silent,
                     warmups.test_expiry_boundary, warmups.test_expiry_every_silent_one_at_once,
                     warmups.test_expiry_is_a_parameter]),
-    Exercise(6, "queue-choice", "Warm-up: producer queue choice that avoids a failed broker", "broker-crash",
-             target="lab.clients.selection:select_one_message_queue",
+    Exercise(6, "queue-choice", "Warm-up: producer queue choice that avoids a failed broker", "broker-crash.toml",
+             target="lab.clients.selection:select_one_message_queue", seeds=TEN, nemesis=nemeses.broker_crash,
              tests=[warmups.test_queue_choice_avoids_failed, warmups.test_queue_choice_round_robin,
                     warmups.test_queue_choice_no_alternative]),
-    Exercise(7, "nameserver-failover", "Warm-up: the order of NameServer failover", "one-nameserver-down",
-             target="lab.clients.namesrv:failover_order",
+    Exercise(7, "nameserver-failover", "Warm-up: the order of NameServer failover",
+             "../11-nameserver-selector/nameserver-failover.toml",
+             target="lab.clients.namesrv:failover_order", seeds=TEN, nemesis=selector.nemesis,
              tests=[warmups.test_failover_tries_every_one, warmups.test_failover_starts_after_the_index,
                     warmups.test_failover_negative_index]),
     Exercise(8, "latency-fault-tolerance", "Warm-up: latency fault tolerance", "latency-fault-tolerance.toml",
@@ -149,15 +152,15 @@ COURSE = [
     Exercise(10, "route-info-manager", "Build the NameServer's RouteInfoManager: five tables, four changes",
              "route-info-manager.toml", target="nameserver.processor:RouteInfoManager",
              tests=route_manager.TESTS, also=("broker-graceful-shutdown", "master-down"),
-             adapt=route_manager.adapt, stateful=True, seeds=tuple(range(1, 11)), also_seeds=(1, 2, 3),
+             adapt=route_manager.adapt, stateful=True, seeds=TEN, also_seeds=(1, 2, 3),
              nemesis=route_manager.nemesis),
     Exercise(11, "nameserver-selector", "Build a client's NameServer choice and failover",
              "nameserver-failover.toml", target="lab.clients.instance:NamesrvSelector",
-             tests=selector.TESTS, stateful=True, seeds=tuple(range(1, 11)), nemesis=selector.nemesis),
+             tests=selector.TESTS, stateful=True, seeds=TEN, nemesis=selector.nemesis),
     Exercise(12, "register-everywhere", "Build a broker's registration with every NameServer",
              "register-everywhere.toml", target="lab.broker.server:BrokerOuterAPI",
              tests=register_everywhere.TESTS, also=("broker-graceful-shutdown",), adapt=register_everywhere.adapt, stateful=True,
-             seeds=tuple(range(1, 11)), also_seeds=(1, 2, 3), nemesis=register_everywhere.nemesis,
+             seeds=TEN, also_seeds=(1, 2, 3), nemesis=register_everywhere.nemesis,
              judges=register_everywhere.judges),
 ]
 
