@@ -5,7 +5,9 @@ Two implementations of one interface:
   virtual clock is a pure function of its seed.
 - TcpNetwork: real loopback sockets. Each node listens on a real port; a connection from one lab
   node to another passes an in-process relay for that link, so the link can be cut, black-holed
-  or slowed whoever owns the sockets. Addresses outside the lab are dialled directly.
+  or slowed whoever owns the sockets. Addresses outside the lab are dialled directly. A relay's
+  port is the link's for the whole run and refuses while its node does not listen, as the node's
+  own port would (_Relay).
 
 Nodes are named (`ns-0`, `broker-a-0`, ...); addresses are `host:port` strings, as RocketMQ wants.
 A connection across a partition or a black hole stays open and its bytes wait, as TCP's would;
@@ -19,6 +21,7 @@ import functools
 import logging
 import math
 import random
+import socket
 from collections import deque
 from typing import Awaitable, Callable, Iterable, NamedTuple, Protocol
 
@@ -707,6 +710,29 @@ class TcpNetwork(Network):
         # a connection on the link src -> dst, a LinkWatch or None. Its links are always cut into
         # frames, and the watch sees each one (and may rewrite it) as it leaves and as it arrives.
         self.link_watch: Callable[[str, str], LinkWatch | None] | None = None
+        # Who listens where, watched: a relay listens only while its dst does (_Relay). The lab
+        # writes these for a node run as its own process (lab/run/cluster.py), so each change tells
+        # the relays, whoever made it.
+        self._relay_of: dict[tuple[str, str], _Relay] = {}
+        self.node_at = _Watched(self._listening_changed)
+        self.address_of = _Watched(self._listening_changed)
+
+    def listens(self, node: str) -> bool:
+        """Whether the node listens now: started, and neither killed nor stopped since."""
+        address = self.address_of.get(node)
+        return address is not None and self.node_at.get(address) == node
+
+    def _listening_changed(self) -> None:
+        for relay in self._relay_of.values():
+            relay.follow()
+
+    def _stopped_listening(self, node: str, listener: trio.SocketListener) -> None:
+        """The node closed its listener (a graceful stop, before the node's exit closes it in
+        close_node): from now on it is down, and its relays refuse."""
+        if any(closable.listener is listener for closable in self._listeners.get(node, ())):
+            address = self.address_of.get(node)
+            if address is not None and self.node_at.get(address) == node:
+                self.node_at.pop(address)
 
     async def listen(self, node: str, port: int = 0) -> tuple[trio.abc.Listener, str]:
         listeners = await trio.open_tcp_listeners(port, host=self.host, backlog=1024)
@@ -724,19 +750,24 @@ class TcpNetwork(Network):
         return await trio.open_tcp_stream(self.host, await self.relay_port(src, dst))
 
     async def relay_port(self, src: str, dst: str) -> int:
-        """The port of the relay for the link src -> dst, started on first use. A node run as its
-        own process (lab/run/child.py) dials its peers at these ports, so its links pass the relays too."""
+        """The port of the relay for the link src -> dst, started on first use; the link's for the
+        whole run, whatever becomes of dst. A node run as its own process (lab/run/child.py) dials
+        its peers at these ports, so its links pass the relays too; so does an app (lab/apps)."""
         port = self._relays.get((src, dst))
         if port is None:
             port = self._relays[(src, dst)] = await self.nursery.start(self._relay, src, dst)
         return port
 
     async def _relay(self, src: str, dst: str, task_status=trio.TASK_STATUS_IGNORED) -> None:
-        (listener,) = await trio.open_tcp_listeners(0, host=self.host)
-        task_status.started(listener.socket.getsockname()[1])
-        serve = functools.partial(self.nursery.start_soon, self._relay_connection, src, dst)
-        async with listener:
-            await self.accept_loop(listener, serve, f"relay {src} -> {dst}")
+        relay = _Relay(self, src, dst, _bind_port(self.host))
+        self._relay_of[(src, dst)] = relay
+        try:
+            relay.follow()
+            task_status.started(relay.port)
+            await relay.run(functools.partial(self.nursery.start_soon, self._relay_connection, src, dst))
+        finally:
+            self._relay_of.pop((src, dst), None)
+            relay.socket.close()
 
     async def _relay_connection(self, src: str, dst: str, inbound: trio.SocketStream) -> None:
         address = self.address_of.get(dst)
@@ -847,6 +878,165 @@ class TcpNetwork(Network):
         done.cancel()  # EOF or reset on one side ends the whole relayed connection
 
 
+def _bind_port(host: str, port: int = 0) -> trio.socket.SocketType:
+    """A TCP socket bound to host:port, not listening yet; port 0: a free port of its own. Always
+    bound by number, as the kernel keeps a port given by number through a shutdown (_Relay), not one
+    it chose: a first socket has the kernel choose, a second binds that number beside it (both
+    SO_REUSEADDR, neither listening), then the first goes."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    if port == 0:
+        with _bound(family, host, 0) as chooser:
+            return trio.socket.from_stdlib_socket(_bound(family, host, chooser.getsockname()[1]))
+    return trio.socket.from_stdlib_socket(_bound(family, host, port))
+
+
+def _bound(family: int, host: str, port: int) -> socket.socket:
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+class _Relay:
+    """The relay of one link src -> dst: a loopback port of its own for the whole run, handed out to
+    whoever dials dst over the link (apps, nodes run as processes), and the task that serves it.
+
+    The port listens while dst does. While dst is down (killed, stopped, not started yet) the
+    socket stays bound to the port but does not listen: a connect there is refused at once, as at a
+    dead process's port, and the kernel gives the port to nobody else meanwhile. When dst listens
+    again, so does the port. Should someone have taken it in between (a socket with SO_REUSEADDR
+    may bind a port nobody listens on, and listen there), the relay says so once, retries with
+    backoff while dst is up, and says when it has the port back. A frozen dst is up: its port
+    accepts, as a SIGSTOPped process's does."""
+
+    RETRY_FIRST = 0.05  # s; doubled after each failed attempt, up to RETRY_MAX
+    RETRY_MAX = 2.0
+    BACKLOG = 1024
+
+    def __init__(self, network: TcpNetwork, src: str, dst: str, sock: trio.socket.SocketType):
+        self.network, self.src, self.dst, self.socket = network, src, dst, sock
+        self.port: int = sock.getsockname()[1]
+        self.where = f"relay {src} -> {dst}"
+        self.listening = False
+        # While the port cannot listen again: the last error, the failed attempts and when the
+        # first failed (trio's clock); all None/0 once it listens.
+        self.failure: OSError | None = None
+        self.attempts = 0
+        self.failing_since: float | None = None
+        self._accepting: trio.CancelScope | None = None
+        self._changed = trio.Event()
+
+    def follow(self) -> None:
+        """Listen, or stop, as dst does now. Stopping is at once: the next connect is refused."""
+        if self.network.listens(self.dst):
+            if not self.listening and self.failure is None:  # a failing port retries on its own time
+                self._listen()
+        elif self.listening:
+            self.listening = False
+            if self._accepting is not None:
+                self._accepting.cancel()
+            try:
+                # Linux: a listening socket shut down stops listening and keeps its port; what
+                # waited in its backlog is reset, as a dead process's queue is.
+                self.socket.shutdown(trio.socket.SHUT_RD)
+            except OSError:  # elsewhere it may refuse: then the socket goes, and _listen binds anew
+                self.socket.close()
+        elif self.failure is not None:  # down again before it had its port back: nothing to retry
+            self._failure_over(listening=False)
+        self._changed.set()
+
+    def _listen(self) -> None:
+        try:
+            if self.socket.fileno() == -1:
+                self.socket = _bind_port(self.network.host, self.port)
+            self.socket.listen(self.BACKLOG)
+        except OSError as e:
+            self.attempts += 1
+            if self.failure is None:
+                self.failing_since = trio.current_time()
+                log.error("%s: port %d cannot listen (%s); retrying until it is free",
+                          self.where, self.port, e)
+            self.failure = e
+            return
+        self.listening = True
+        if self.failure is not None:
+            self._failure_over(listening=True)
+
+    def _failure_over(self, *, listening: bool) -> None:
+        took = trio.current_time() - self.failing_since
+        if listening:
+            log.warning("%s: port %d listens again after %d failed attempts (%.1f s)",
+                        self.where, self.port, self.attempts, took)
+        else:
+            log.warning("%s: %s is down again; port %d stopped retrying after %d failed attempts (%.1f s)",
+                        self.where, self.dst, self.port, self.attempts, took)
+        self.failure, self.attempts, self.failing_since = None, 0, None
+
+    async def run(self, serve: Callable[[trio.abc.Stream], object]) -> None:
+        """Serve the port for ever: accept while listening, retry while the port is taken, wait
+        for dst otherwise."""
+        while True:
+            if self.listening:
+                with trio.CancelScope() as self._accepting:
+                    try:
+                        await self.network.accept_loop(trio.SocketListener(self.socket), serve, self.where)
+                    except (OSError, trio.ClosedResourceError):
+                        if not self._accepting.cancel_called:
+                            raise
+                        # stopped between a wake-up and its accept (EINVAL on a shut-down socket)
+                self._accepting = None
+            elif self.failure is not None:
+                await trio.sleep(min(self.RETRY_FIRST * 2 ** (self.attempts - 1), self.RETRY_MAX))
+                if self.failure is not None and self.network.listens(self.dst):
+                    self._listen()
+            else:
+                self._changed = trio.Event()
+                await self._changed.wait()
+
+
+class _Watched(dict):
+    """A dict that calls `changed` after each change."""
+
+    def __init__(self, changed: Callable[[], None]):
+        super().__init__()
+        self._changed = changed
+
+    def __setitem__(self, key, value) -> None:
+        super().__setitem__(key, value)
+        self._changed()
+
+    def __delitem__(self, key) -> None:
+        super().__delitem__(key)
+        self._changed()
+
+    def pop(self, *args):
+        value = super().pop(*args)
+        self._changed()
+        return value
+
+    def popitem(self):
+        item = super().popitem()
+        self._changed()
+        return item
+
+    def setdefault(self, key, default=None):
+        value = super().setdefault(key, default)
+        self._changed()
+        return value
+
+    def update(self, *args, **kwargs) -> None:
+        super().update(*args, **kwargs)
+        self._changed()
+
+    def clear(self) -> None:
+        super().clear()
+        self._changed()
+
+
 class _ClosableTcpListener:
     def __init__(self, listener: trio.SocketListener):
         self.listener = listener
@@ -870,6 +1060,7 @@ class _FreezableListener(trio.abc.Listener):
         return _FreezableStream(self.network, self.node, await self.listener.accept())
 
     async def aclose(self) -> None:
+        self.network._stopped_listening(self.node, self.listener)
         await self.listener.aclose()
 
 
