@@ -28,3 +28,14 @@ def broker_crash(seed: int) -> dict:
     restart_at = at + rng.randint(60, 100)
     return {"killed": killed, "at": f"{at}s", "restart_at": f"{restart_at}s", "recovered_at": f"{restart_at + 30}s",
             "summary": f"{killed} killed at t={at}s, restarted at t={restart_at}s"}
+
+
+def shrink_the_heartbeat(seed: int) -> dict:
+    """Exercise 9: which master's links to both NameServers slow to 10 KB/s, when, and when its topic
+    table grows to 10,000 topics."""
+    rng = random.Random(f"shrink-the-heartbeat:{seed}")
+    grown = ("broker-a-0", "broker-b-0")[seed % 2]
+    at = rng.randint(20, 50)
+    grow_at = at + rng.randint(5, 20)
+    return {"grown": grown, "at": f"{at}s", "grow_at": f"{grow_at}s",
+            "summary": f"{grown}'s links slow to 10 KB/s at t={at}s, it grows to 10,000 topics at t={grow_at}s"}
