@@ -272,12 +272,10 @@ def idle_channels(channels: Iterable, idle: float, now: float, spared: Container
 
 async def close_idle_channels(channels: Iterable, idle_time: Callable[[], float],
                               sleep_until: Callable[[float], Awaitable[None]], *,
-                              before_look: Callable[[float], None] | None = None,
                               spared: Callable[[], Container] | None = None) -> None:
     """Close (`channel.close(reason)`) each of `channels` idle for idle_time() seconds, as Netty's
     IdleStateHandler does for RocketMQ; an idle time of 0 turns it off (looked at again every
-    second). `before_look(now)`, if given, stamps what arrived unseen (coasting traffic); `spared()`,
-    the channels another rule closes (a broker's registered clients).
+    second). `spared()`, if given, the channels another rule closes (a broker's registered clients).
 
     One task for all connections, because re-arming a per-connection cancel-scope deadline on every
     read went through trio's deadline heap each time, ~8% of the NameServer's CPU in the
@@ -286,8 +284,6 @@ async def close_idle_channels(channels: Iterable, idle_time: Callable[[], float]
     while True:
         idle = idle_time()
         now = trio.current_time()
-        if before_look is not None:
-            before_look(now)
         if idle > 0:
             expired, wake = idle_channels(list(channels), idle, now, spared() if spared is not None else ())
             for channel in expired:

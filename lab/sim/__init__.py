@@ -8,4 +8,5 @@ and a run's event log is the same bytes (tests/lab/test_aggregation_off.py).
 
     remoting    CoastingRemotingClient: a remoting client's side of renewed and coasting calls
     broker      CoastingSuspendedPull: a broker's side of them; the member lists rebalance rounds read
+    nameserver  CoastingNameServer: a NameServer's side of coasting route polls (RouteQueryCoaster)
 """

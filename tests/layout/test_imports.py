@@ -93,11 +93,10 @@ def test_lab_top_level_holds_only_what_every_part_shares():
 
 
 # The simulator's aggregation of idle traffic lives in lab/sim (docs/rocketmq-map.md, "Simulation-only
-# code inside role modules"); a NameServer module reads as RocketMQ's. Still left, until the lab
-# builds the NameServer's coasting side itself (issue 35): the route-poll coaster the NameServer
-# hands a simulated stream (with the unchanged answers it reads) and the idle check's stamp.
+# code inside role modules"); a NameServer module reads as RocketMQ's. Nothing is left (issue 35): the
+# list may never grow again.
 SIMULATION_WORDS = ("coast", "renew_peer_call", "call_renewer", "query_coaster", "hasattr(stream")
-SIMULATION_LEFT = {"nameserver/server.py", "nameserver/connection.py"}
+SIMULATION_LEFT: set[str] = set()
 
 
 def test_nameserver_has_no_simulation_only_code_but_what_is_listed_as_left():

@@ -11,7 +11,7 @@ from nameserver.config import parse_properties
 from nameserver.kvconfig import KVConfigManager
 from nameserver.protocol import RemotingCommand, RequestCode as RC, ResponseCode, SerializeType, crc32
 from nameserver.routes import DataVersion
-from nameserver.server import UnchangedRouteAnswers
+from lab.sim.nameserver import UnchangedRouteAnswers
 
 A0, A1 = "10.0.0.1:10911", "10.0.1.1:10911"
 DV1, DV2 = DataVersion(1_700_000_000_000, 1), DataVersion(1_700_000_000_000, 2)
