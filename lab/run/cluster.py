@@ -36,6 +36,7 @@ from lab.broker.store import MessageStore
 from .nstables import merge_tables, row_changes, snapshot
 from .timeline import timeline
 from lab.remoting.channels import Node
+from lab.sim.nameserver import name_server
 from .supervisor import NodeHandle, Supervisor, describe
 from .topology import Topology, plan
 from lab.apps.node import ROLE as APP_ROLE, AppNodes
@@ -108,8 +109,8 @@ class Cluster:
             orderMessageEnable=c.orderMessageEnable,
         )
         pause = self.pauses[name] = Pause()
-        server = NameServer(config, listener=lambda kind, fields: self._on_ns_event(name, kind, fields),
-                            schedule=Schedule(self.phase(name), pause.sleep_until))
+        server = name_server(self.network)(config, schedule=Schedule(self.phase(name), pause.sleep_until),
+                                           listener=lambda kind, fields: self._on_ns_event(name, kind, fields))
         listener, address = await self.network.listen(name, self.port(name, port))
         config.listenPort = int(address.rsplit(":", 1)[1])  # what getNamesrvConfig says
         server.routes.track_changes()
