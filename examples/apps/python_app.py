@@ -17,7 +17,8 @@ What it does right:
   grace (10 s by default).
 
 With APP_HISTORY set (or --history PATH) it writes one JSON line per completed operation, the
-history nslab's app_history and app_acked_consumed (history = ...) read:
+history nslab's app_history and app_acked_consumed (history = ...) read — the app scenarios set
+APP_HISTORY = "{appdir}/history.jsonl", in the app's own folder beside its stdout (NSLAB_APP_DIR):
     {"op": "send", "topic", "offset", "uniq_key", "ok": true}             acknowledged
     {"op": "send", "topic", "ok": false, "error"}                          every attempt failed
     {"op": "receive", "topic", "queue", "offset", "uniq_key", "ok": true}  processed

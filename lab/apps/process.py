@@ -13,7 +13,10 @@ with SIGTERM then SIGKILL after its grace, killed with the lab however the lab e
   killed when nslab ends it, not when nslab is SIGKILLed.)
 - Forked in trio's thread, not a worker thread: the death signal follows the forking thread.
 
-Records: app.start {command, pid, stdout, stderr} and app.exit {code, signal, stopped_by_lab, reason}.
+Its folder (`logs`, where its stdout and stderr go) is its own place for files: NSLAB_APP_DIR in its
+environment and `{appdir}` in its command and [app.env] (spec.py), absolute.
+
+Records: app.start {command, pid, stdout, stderr, dir (its folder)} and app.exit {code, signal, stopped_by_lab, reason}.
 """
 
 from __future__ import annotations
@@ -84,16 +87,17 @@ class AppProcess:
         self.logs.mkdir(parents=True, exist_ok=True)
         mode = "ab" if self.append else "wb"
         stdout_path, stderr_path = self.logs / f"{spec.name}.stdout", self.logs / f"{spec.name}.stderr"
-        env = {**os.environ, **spec.env, "NAMESRV_ADDR": self.namesrv}
+        appdir = str(self.logs.resolve())  # absolute: the app may run in another cwd
+        env = {**os.environ, **spec.environment(self.namesrv, appdir)}
         env.pop(lifeline.ENV, None)
         parent = os.getpid()
-        argv = spec.argv(self.namesrv)
+        argv = spec.argv(self.namesrv, appdir)
         with open(stdout_path, mode) as out, open(stderr_path, mode) as err:
             self.process = subprocess.Popen(
                 argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env, cwd=spec.cwd,
                 start_new_session=True, preexec_fn=lambda: lifeline.die_with_parent(parent, signal.SIGKILL))
         self.events.emit(spec.name, "app.start", command=shlex.join(argv), pid=self.process.pid,
-                         stdout=str(stdout_path), stderr=str(stderr_path))
+                         stdout=str(stdout_path), stderr=str(stderr_path), dir=appdir)
 
     async def wait(self) -> int:
         """Until the app's process exits (it, or the lab); then the rest of its group is killed, it is

@@ -7,9 +7,14 @@
     cwd = "path/to/dir"          # optional; relative to the directory nslab runs in
     [app.env]                    # optional: added to the app's environment
     JAVA_OPTS = "-Xmx256m"
+    APP_HISTORY = "{appdir}/history.jsonl"
 
 The command is split as a POSIX shell would split words (shlex) and run without a shell; `{namesrv}`
-in any word becomes the NameServer address list ("host:port;host:port", as RocketMQ writes it).
+in any word becomes the NameServer address list ("host:port;host:port", as RocketMQ writes it), and
+`{appdir}` the app's folder: the absolute path of the directory holding its stdout and stderr
+(<run dir>/apps, else <events>.apps, else a kept temporary folder), where it writes its own files
+(a history) rather than in the directory nslab runs in. Both are substituted in [app.env] values
+too; the app's environment also has NAMESRV_ADDR and NSLAB_APP_DIR (the folder).
 A command that needs a shell says so, and quotes the list there (its ';' would end a shell command):
 `sh -c 'cd app && ./run.sh "{namesrv}"'`, or reads "$NAMESRV_ADDR".
 
@@ -28,6 +33,11 @@ DEFAULT_NAME = "app"
 DEFAULT_GRACE = 10.0
 MAX_GRACE = 600.0
 KEYS = ("name", "command", "grace", "env", "cwd")
+APP_DIR_ENV = "NSLAB_APP_DIR"
+
+
+def substitute(text: str, namesrv: str, appdir: str) -> str:
+    return text.replace("{namesrv}", namesrv).replace("{appdir}", appdir)
 
 
 class AppSpecError(ValueError):
@@ -42,9 +52,15 @@ class AppSpec:
     env: dict[str, str] = field(default_factory=dict)
     cwd: str | None = None
 
-    def argv(self, namesrv: str) -> list[str]:
-        """The command's words, `{namesrv}` replaced in each."""
-        return [word.replace("{namesrv}", namesrv) for word in shlex.split(self.command or "")]
+    def argv(self, namesrv: str, appdir: str = "") -> list[str]:
+        """The command's words, `{namesrv}` and `{appdir}` replaced in each."""
+        return [substitute(word, namesrv, appdir) for word in shlex.split(self.command or "")]
+
+    def environment(self, namesrv: str, appdir: str) -> dict[str, str]:
+        """What the app gets added to its environment: [app.env] (`{namesrv}`, `{appdir}` replaced),
+        NAMESRV_ADDR and NSLAB_APP_DIR."""
+        return {**{k: substitute(v, namesrv, appdir) for k, v in self.env.items()},
+                "NAMESRV_ADDR": namesrv, APP_DIR_ENV: appdir}
 
     def to_record(self) -> dict:
         return {"name": self.name, "command": self.command, "grace": self.grace,

@@ -229,6 +229,43 @@ class AppCheck(Check):
         self.unjudged(what, now)
 
 
+class HistoryPath:
+    """Where an app's history file is: `history` / `file` as given when absolute, else relative to
+    the app's folder — the directory holding its stdout and stderr, NSLAB_APP_DIR and `{appdir}`
+    to the app — which its first `app.start` record names (`dir`; older records: their stdout's)."""
+
+    def __init__(self, given: str):
+        self.given = Path(given)
+        self.folder: Path | None = None
+
+    def see(self, r: dict) -> None:
+        if r["kind"] == "app.start" and self.folder is None:
+            folder = r.get("dir") or (str(Path(r["stdout"]).parent) if r.get("stdout") else None)
+            self.folder = Path(folder) if folder else None
+
+    @property
+    def path(self) -> Path | None:
+        """The file, None while a relative path has no app folder to go with."""
+        if self.given.is_absolute():
+            return self.given
+        return self.folder / self.given if self.folder is not None else None
+
+    def fresh(self, began: float) -> bool:
+        """Whether the file exists and was written during the run (not before `began`): a file left
+        in the app's folder by an earlier run (a --run-dir or --events used again) is not this run's."""
+        path = self.path
+        return path is not None and path.exists() and os.stat(path).st_mtime >= began - 1
+
+    def missing(self) -> str:
+        if self.path is None:
+            return f"no history file: {self.given} is relative to the app's folder, and no app.start named it"
+        return f"no history file {self.path}" + ("" if self.given.is_absolute() else
+                                                  f" ({self.given} in the app's folder {self.folder})")
+
+    def __str__(self) -> str:
+        return str(self.path or self.given)
+
+
 def _stored(r: dict) -> list[tuple]:
     """(offset, UNIQ_KEY) of each message an acknowledged app.send stored: a batch's are at offset,
     offset + 1, ... in the order of its uniq_keys."""
@@ -250,15 +287,16 @@ class AppAckedConsumed(AppCheck):
     the app's consumer groups that got any message of the topic must get it (the only consumer
     group, if none did).
 
-    With `history` (the app's JSON-lines history, as app_history reads it), when the app wrote that
-    file during the run, consumed means processed: a `receive` line with the message's UNIQ_KEY (or
-    topic, queue and offset). The wire cannot see an app that commits an offset before it processes
+    With `history` (the app's JSON-lines history, as app_history reads it; relative: in the app's
+    folder, where `{appdir}` / NSLAB_APP_DIR put it), when the app wrote that file during the run,
+    consumed means processed: a `receive` line with the message's UNIQ_KEY (or topic, queue and
+    offset). The wire cannot see an app that commits an offset before it processes
     the message and then dies; its history can. An app that writes no history is judged on the wire."""
 
     def __init__(self, name, *, group: str | None = None, history: str | None = None, **kw):
         super().__init__(name, **kw)
         self.only_group = group
-        self.history = Path(history) if history else None
+        self.history = HistoryPath(history) if history else None
         self.began = time.time()
         self.committed: dict[tuple, int] = {}  # (group, broker group, topic, queue) -> highest commit
         self.acked: dict[tuple, tuple[float, str | None]] = {}  # key -> (t, uniq_key)
@@ -269,6 +307,8 @@ class AppAckedConsumed(AppCheck):
 
     def observe_app(self, r: dict) -> None:
         kind = r["kind"]
+        if self.history is not None:
+            self.history.see(r)
         if kind == "app.send" and r.get("result") == 0:
             for offset, uniq_key in _stored(r):
                 key = (self.group(r["peer"]), r["topic"], r.get("queue"), offset)
@@ -335,10 +375,10 @@ class AppAckedConsumed(AppCheck):
     def _processed(self) -> set | None:
         """UNIQ_KEYs and (topic, queue, offset)s of the history's receive lines, when the app wrote
         one in this run; else None."""
-        if self.history is None or not self.history.exists() or os.stat(self.history).st_mtime < self.began - 1:
+        if self.history is None or not self.history.fresh(self.began):
             return None
         processed = set()
-        with open(self.history, encoding="utf-8", errors="replace") as f:
+        with open(self.history.path, encoding="utf-8", errors="replace") as f:
             for line in f:
                 try:
                     op = json.loads(line)
@@ -716,12 +756,12 @@ class AppHistory(AppCheck):
     "offset"?, "uniq_key"?, "ok": bool} per completed operation, Jepsen-style — checked against the
     wire: a send it says succeeded must have been acknowledged to it (by UNIQ_KEY, else by topic,
     queue and offset); a message it says it received must have been delivered to it; a send it
-    says failed must not have been acknowledged (by UNIQ_KEY). Read when the run ends; a file older
-    than the run is not this run's."""
+    says failed must not have been acknowledged (by UNIQ_KEY). Read when the run ends; a relative
+    `file` is in the app's folder (HistoryPath); a file older than the run is not this run's."""
 
     def __init__(self, name, *, path: str, **kw):
         super().__init__(name, **kw)
-        self.path = Path(path)
+        self.history = HistoryPath(path)
         self.began = time.time()
         self.acked_uniq: set[str] = set()
         self.acked_at: set[tuple] = set()  # (topic, queue, offset)
@@ -729,7 +769,12 @@ class AppHistory(AppCheck):
         self.delivered_at: set[tuple] = set()
         self.wire = 0
 
+    @property
+    def path(self) -> Path | None:
+        return self.history.path
+
     def observe_app(self, r: dict) -> None:
+        self.history.see(r)
         if r["kind"] == "app.send":
             self.wire += 1
             if r.get("result") == 0:
@@ -747,9 +792,9 @@ class AppHistory(AppCheck):
     def finish(self, now: float) -> None:
         if self.decided:
             return
-        if not self.path.exists():
-            self.nothing(f"no history file {self.path}", now)
-        elif os.stat(self.path).st_mtime < self.began - 1:
+        if self.path is None or not self.path.exists():
+            self.nothing(self.history.missing(), now)
+        elif not self.history.fresh(self.began):
             self.unjudged(f"{self.path} was not written during this run", now)
         if not self.wire:
             self.nothing(f"{self.who} sent and received nothing on the wire", now)

@@ -369,6 +369,42 @@ def test_history_cannot_be_judged_without_a_file_of_this_run(tmp_path):
     assert r.ok is None and "was not written during this run" in r.detail
 
 
+def started_in(folder, records):
+    """The records with the app's app.start naming its folder (`dir`), as lab/apps/process.py writes it."""
+    return [dict(r, dir=str(folder), stdout=str(folder / "app.stdout")) if r["kind"] == "app.start" else r
+            for r in records]
+
+
+def test_a_relative_history_is_read_from_the_apps_folder(tmp_path):
+    folder = tmp_path / "run.events.apps"
+    folder.mkdir()
+    history_file(folder, [{"op": "send", "topic": TOPIC, "uniq_key": "U3", "ok": True}])
+    history_file(tmp_path, [{"op": "send", "topic": TOPIC, "uniq_key": "NEVER", "ok": True}])  # not the app's
+    r = one(judge(tmp_path, '[[expect]]\ntype = "app_history"\nfile = "history.jsonl"\n', started_in(folder, history())))
+    assert r.ok is True and f"1 operations in {folder / 'history.jsonl'} agree" in r.detail, r.detail
+    r = one(judge(tmp_path, ACKED + 'history = "history.jsonl"\n', started_in(folder, history())))
+    assert r.ok is False and f"never processed by group CG-app (by its history {folder / 'history.jsonl'})" in r.detail
+
+
+def test_a_missing_relative_history_names_the_path_it_looked_at(tmp_path):
+    folder = tmp_path / "run.events.apps"
+    r = one(judge(tmp_path, '[[expect]]\ntype = "app_history"\nfile = "history.jsonl"\n', started_in(folder, history())))
+    assert r.ok is None and f"no history file {folder / 'history.jsonl'} (history.jsonl in the app's folder" in r.detail
+
+
+def test_a_stale_history_in_the_apps_folder_is_not_this_runs(tmp_path):
+    """A --run-dir (or --events) used again: the earlier run's history.jsonl is still in the app's
+    folder, and this run's app wrote none."""
+    folder = tmp_path / "run" / "apps"
+    folder.mkdir(parents=True)
+    old = history_file(folder, [{"op": "send", "topic": TOPIC, "uniq_key": "NEVER", "ok": True}])
+    os.utime(old, (time.time() - 3600, time.time() - 3600))
+    r = one(judge(tmp_path, '[[expect]]\ntype = "app_history"\nfile = "history.jsonl"\n', started_in(folder, history())))
+    assert r.ok is None and f"{old} was not written during this run" in r.detail
+    r = one(judge(tmp_path, ACKED + 'history = "history.jsonl"\n', started_in(folder, history())))
+    assert r.ok is True and "delivered to CG-app" in r.detail, r.detail  # judged on the wire
+
+
 # --- every app expectation ----------------------------------------------------------------------
 
 EVERY = [ACKED, DUPS, RATE, RECOVERS, AVOIDS, RUNNING, '[[expect]]\ntype = "app_history"\nfile = "h.jsonl"\n']

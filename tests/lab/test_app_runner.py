@@ -45,6 +45,7 @@ name = "tiny"
 grace = "{grace}"
 [app.env]
 TINY = "yes"
+TINY_FILE = "{{appdir}}/tiny.txt"
 {timeline}
 """
 
@@ -62,12 +63,13 @@ def scenario_file(tmp_path: Path, *, duration="6s", grace="2s", timeline="") -> 
     return path
 
 
-def nslab_run(tmp_path: Path, scenario: Path, *apps: str, timeout: float = 60) -> tuple[subprocess.CompletedProcess, list[dict]]:
+def nslab_run(tmp_path: Path, scenario: Path, *apps: str, timeout: float = 60,
+              cwd: Path | None = None) -> tuple[subprocess.CompletedProcess, list[dict]]:
     events = tmp_path / "run.events"
     argv = [NSLAB, "run", str(scenario), "--events", str(events)]
     for app in apps:
         argv += ["--app", app]
-    result = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    result = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, cwd=cwd)
     return result, list(read_events(events)) if events.exists() else []
 
 
@@ -81,8 +83,11 @@ def address_of(records: list[dict], node: str) -> str:
 
 def test_app_runs_on_relays_with_its_output_and_exit_recorded_and_a_partition_applies_to_it(tmp_path):
     scenario = scenario_file(tmp_path, timeline=PARTITION)
-    result, records = nslab_run(tmp_path, scenario, f"{APP} --topic TinyTopic at={{namesrv}}")
+    work = tmp_path / "work"  # nslab's working directory: a run leaves nothing in it
+    work.mkdir()
+    result, records = nslab_run(tmp_path, scenario, f"{APP} --topic TinyTopic at={{namesrv}} in={{appdir}}", cwd=work)
     assert result.returncode == 0, result.stdout + result.stderr
+    assert list(work.iterdir()) == []
     apps_dir = tmp_path / "run.events.apps"
     lines = [json.loads(line) for line in (apps_dir / "tiny.stdout").read_text().splitlines()]
     assert (apps_dir / "tiny.stderr").read_text() == "tiny app on stderr\n"
@@ -91,8 +96,14 @@ def test_app_runs_on_relays_with_its_output_and_exit_recorded_and_a_partition_ap
     namesrv = lines[0]["namesrv"].split(";")
     own = [address_of(records, "ns-0"), address_of(records, "ns-1")]
     assert len(namesrv) == 2 and not set(namesrv) & set(own)
-    assert lines[0]["argv"] == [f"at={lines[0]['namesrv']}"]  # {namesrv} substituted
+    assert lines[0]["argv"][0] == f"at={lines[0]['namesrv']}"  # {namesrv} substituted
     assert lines[0]["tiny"] == "yes"  # [app.env]
+
+    # Its folder (where its stdout is), absolute: NSLAB_APP_DIR, {appdir} in its command and [app.env]
+    assert lines[0]["appdir"] == str(apps_dir.resolve()) == of(records, "app.start", "tiny")[0]["dir"]
+    assert lines[0]["argv"][1] == f"in={apps_dir.resolve()}"
+    assert lines[0]["tiny_file"] == str(apps_dir.resolve() / "tiny.txt")
+    assert (apps_dir / "tiny.txt").read_text() == "tiny\n"
 
     # Routes reach the app with the broker's address its relay, not the broker's own
     routes = [line for line in lines if line.get("code") == 0]
@@ -249,7 +260,7 @@ def test_the_command_line_adds_apps_and_fills_the_scenarios(tmp_path):
     prepared = scenarios.prepare(str(scenario), apps=["echo one", "two=echo two", "echo three"])
     assert [(a.name, a.command) for a in prepared.apps] == [("tiny", "echo one"), ("two", "echo two"),
                                                             ("app", "echo three")]
-    assert prepared.apps[0].grace == 2.0 and prepared.apps[0].env == {"TINY": "yes"}
+    assert prepared.apps[0].grace == 2.0 and prepared.apps[0].env == {"TINY": "yes", "TINY_FILE": "{appdir}/tiny.txt"}
     assert prepared.apps[0].argv("a;b") == ["echo", "one"]
     # a slot without a command cannot run; nor can an app in the simulation or sped up
     bare = scenarios.prepare(str(scenario))

@@ -85,13 +85,17 @@ ALL_NS_DOWN = ("app-all-nameservers-down", [('duration = "2m"', 'duration = "45s
 
 def test_the_well_behaved_app_is_valid_through_a_broker_crash(tmp_path):
     name, replacements, drop = BROKER_CRASH
-    history = '\n[[expect]]\nname = "its history agrees with the wire"\ntype = "app_history"\nfile = "app-history.jsonl"\n'
+    history = '\n[[expect]]\nname = "its history agrees with the wire"\ntype = "app_history"\nfile = "history.jsonl"\n'
     report, records = run_app(tmp_path, name, shortened(name, replacements, drop) + history, "python_app.py")
     assert report["exit"] == 0, held(report)
     assert report["valid"] is True
     assert "agree with the wire" in results(report)["its history agrees with the wire"]["detail"]
     detail = results(report)["every message acknowledged to the app is consumed by its group"]["detail"]
-    assert "processed (by its history app-history.jsonl) by CG-app" in detail
+    in_folder = tmp_path / "run.events.apps" / "history.jsonl"  # the app's folder ({appdir}), not nslab's cwd
+    assert f"processed (by its history {in_folder.resolve()}) by CG-app" in detail
+    assert "agree with the wire" in results(report)["its history agrees with the wire"]["detail"]
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name not in ("logs", ".cache")) == \
+        [f"{name}.toml", "run.events", "run.events.apps"]  # the scenario, --events and its apps folder only
     sends = [r for r in records if r["kind"] == "app.send" and r["result"] == 0]
     assert {r["peer"] for r in sends} == {"broker-a-0", "broker-b-0"}
 
@@ -128,7 +132,8 @@ def test_an_app_that_commits_before_processing_and_dies_is_caught(tmp_path):
     assert running["ok"] is False and "(exit code 3) before the lab stopped it" in running["detail"]
     loss = by_name["every message acknowledged to the app is consumed by its group"]
     assert loss["ok"] is False, held(report)
-    assert "never processed by group CG-app (by its history app-history.jsonl)" in loss["detail"]
+    history = (tmp_path / "run.events.apps" / "history.jsonl").resolve()
+    assert f"never processed by group CG-app (by its history {history})" in loss["detail"]
     assert "committed before processing?" in loss["detail"]
 
 

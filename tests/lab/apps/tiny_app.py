@@ -2,7 +2,8 @@
 
     python tiny_app.py [--ignore-term] [--exit-after S --code C] [--topic T] [ARGS...]
 
-It prints its NAMESRV_ADDR and arguments as a JSON line on stdout and a line on stderr, then every
+It prints its NAMESRV_ADDR, NSLAB_APP_DIR, TINY, TINY_FILE and arguments as a JSON line on stdout
+(and writes "tiny" into TINY_FILE, if set) and a line on stderr, then every
 0.3 s asks each NameServer in NAMESRV_ADDR for the route of TOPIC (GET_ROUTEINFO_BY_TOPIC), each on
 its own connection with a 1 s timeout, and prints {"ns", "code", "brokers", "strict"} per answer
 ("strict": whether a standard JSON parser reads the body) or {"ns", "error"};
@@ -67,7 +68,11 @@ def main():
     args = parser.parse_args()
     if args.ignore_term:
         signal.signal(signal.SIGTERM, lambda *a: say(term="ignored"))
-    say(namesrv=os.environ.get("NAMESRV_ADDR"), argv=args.rest, tiny=os.environ.get("TINY"))
+    say(namesrv=os.environ.get("NAMESRV_ADDR"), argv=args.rest, tiny=os.environ.get("TINY"),
+        appdir=os.environ.get("NSLAB_APP_DIR"), tiny_file=os.environ.get("TINY_FILE"))
+    if os.environ.get("TINY_FILE"):  # a file of its own, where [app.env] says ({appdir}: its folder)
+        with open(os.environ["TINY_FILE"], "w") as f:
+            f.write("tiny\n")
     sys.stderr.write("tiny app on stderr\n")
     sys.stderr.flush()
     began = time.monotonic()
