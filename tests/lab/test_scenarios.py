@@ -121,8 +121,13 @@ def test_a_bad_scenario_exits_2_with_the_reason(tmp_path):
 
 def test_nslab_scenarios_lists_the_library_a_line_each():
     result = subprocess.run([NSLAB, "scenarios"], capture_output=True, text=True, timeout=60)
-    names = [line.split()[0] for line in result.stdout.splitlines()]
+    simulated, _, apps = result.stdout.partition("\n\n")
+    names = [line.split()[0] for line in simulated.splitlines()]
     assert names == [p.stem for p in scenarios.bundled()]
+    # then the app scenarios, under a line saying how to run them
+    heading, *app_lines = apps.splitlines()
+    assert "--app" in heading
+    assert [line.split()[0] for line in app_lines] == [p.stem for p in scenarios.app_scenarios()]
     for required in ("broker-crash", "broker-hang", "broker-graceful-shutdown", "all-nameservers-down",
                      "one-nameserver-down", "partition", "nameserver-divergence", "nameserver-restart",
                      "write-perm-wipe", "master-down", "oversized-heartbeat", "blackholed-nameserver"):
