@@ -79,7 +79,7 @@ class CoastingRoutePoll:
         self.instance, self.topics, self.poll, self.round_ = instance, topics, poll, round_
         self.on_result, self.resume = on_result, resume  # the round's reply callback, and its next step
         self.client, self.stream = client, stream  # the RemotingClient, and its simulated end
-        self.coaster = None  # the NameServer's side (nameserver.server.RouteQueryCoaster)
+        self.coaster = None  # the NameServer's side (lab.sim.nameserver.RouteQueryCoaster)
         self.answers: list[bytes] = []
         self.sends = self.arrivals = self.replies = []  # the calls' times: timeline()
         self.counted = 0  # arrivals the NameServer has counted
