@@ -221,9 +221,13 @@ VERSION = DataVersion(1700000000000, 7)
 
 
 def run(learner_cls, behaviour: dict[str, str], do):
-    """`do(api)` under a MockClock that jumps whenever every task waits; (fake, what do returned)."""
-    fake = FakeNameServers(behaviour)
-    api = learner_cls(fake, list(behaviour))
+    """`do(api)` under a MockClock that jumps whenever every task waits; (fake, what do returned,
+    the virtual time it took)."""
+    return _run_on(FakeNameServers(behaviour), learner_cls, list(behaviour), do)
+
+
+def _run_on(fake, learner_cls, nameservers: list, do):
+    api = learner_cls(fake, nameservers)
     outcome = {}
 
     async def main():
@@ -365,16 +369,7 @@ def _told(replies: dict, timeout: float) -> str:
 
 
 def _run_told(learner_cls, replies: dict, do):
-    fake = RepliesAsTold(replies)
-    api = learner_cls(fake, list(replies))
-    outcome = {}
-
-    async def main():
-        outcome["value"] = await do(api)
-        outcome["elapsed"] = trio.current_time()
-
-    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
-    return fake, outcome["value"], outcome["elapsed"]
+    return _run_on(RepliesAsTold(replies), learner_cls, list(replies), do)
 
 
 def check_registration(learner_cls, replies: dict, timeout: float, compressed: bool) -> None:
