@@ -136,7 +136,7 @@ class Broker:
             RequestCode.GET_MAX_OFFSET: self._offset_query(lambda r, t, q: {"offset": self.store.max_offset(t, q)}),
             RequestCode.GET_MIN_OFFSET: self._offset_query(lambda r, t, q: {"offset": self.store.min_offset(t, q)}),
             RequestCode.SEARCH_OFFSET_BY_TIMESTAMP: self._offset_query(
-                lambda r, t, q: {"offset": self.store.search_offset(t, q, r.require_int("timestamp"))}),
+                lambda r, t, q: {"offset": self.store.offset_in_queue_by_time(t, q, r.require_int("timestamp"))}),
             RequestCode.GET_EARLIEST_MSG_STORETIME: self._offset_query(
                 lambda r, t, q: {"timestamp": self.store.earliest_store_time(t, q)}),
             RequestCode.HEART_BEAT: self._heart_beat,

@@ -294,6 +294,9 @@ async def test_offsets_a_new_group_starts_at_0_and_oneway_updates_get_no_reply(s
     assert answers == {RequestCode.GET_MAX_OFFSET: {"offset": "3"}, RequestCode.GET_MIN_OFFSET: {"offset": "0"},
                        RequestCode.SEARCH_OFFSET_BY_TIMESTAMP: {"offset": "0"},
                        RequestCode.GET_EARLIEST_MSG_STORETIME: {"timestamp": str(SIM_EPOCH_MS)}}  # t = 0, as epoch ms
+    # 4.9.8's ConsumeQueue.getOffsetInQueueByTime: a time after every message gives the last one's offset
+    late = await sim.call(broker.address, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, {**queue, "timestamp": 2**62})
+    assert late.ext_fields == {"offset": "2"}
 
 
 async def test_unknown_codes_get_request_code_not_supported(sim, autojump_clock):
