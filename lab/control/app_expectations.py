@@ -468,6 +468,17 @@ class _AckTimes(AppCheck):
             else:
                 self.failed += 1
 
+    def _judgeable(self, now: float) -> bool:
+        """At the end: whether there is a verdict left to give — not given yet, and the app sent
+        (an app that sent nothing leaves the check with nothing to judge)."""
+        if self.decided:
+            return False
+        self.faults.advance(now)
+        if not self.sends:
+            self.nothing(f"{self.who} sent nothing", now)
+            return False
+        return True
+
     def count(self, begin: float, end: float) -> int:
         return sum(begin <= t < end for t in self.acks)
 
@@ -496,11 +507,8 @@ class AppSendRate(_AckTimes):
             self.finish(now)
 
     def finish(self, now: float) -> None:
-        if self.decided:
+        if not self._judgeable(now):
             return
-        self.faults.advance(now)
-        if not self.sends:
-            return self.nothing(f"{self.who} sent nothing", now)
         if not self.acks:
             self.fail(f"none of {self.who}'s {self.sends} sends was acknowledged", now)
             return
@@ -569,11 +577,8 @@ class AppRecovers(_AckTimes):
             self._judge(now, final=False)
 
     def finish(self, now: float) -> None:
-        if self.decided:
+        if not self._judgeable(now):
             return
-        self.faults.advance(now)
-        if not self.sends:
-            return self.nothing(f"{self.who} sent nothing", now)
         self._judge(now, final=True)
         if self.decided:
             return
