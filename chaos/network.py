@@ -76,6 +76,8 @@ class Network:
         # network takes none.
         self.codec = codec
         self.rng = random.Random(seed)
+        # Who listens where; changed by `listening` and `close_node` alone, which tell whoever
+        # follows it (a TCP network's relays).
         self.node_at: dict[str, str] = {}  # address -> node
         self.address_of: dict[str, str] = {}  # node -> address it listens on
         self._endpoints: dict[str, list] = {}  # node -> open connection ends (for kill)
@@ -167,17 +169,33 @@ class Network:
         if ends and end in ends:
             ends.remove(end)
 
+    def listening(self, node: str, address: str) -> None:
+        """`node` listens at `address` from now on. `listen` says so itself; the lab says so for
+        a node that listens elsewhere (one run as its own process, lab/run/cluster.py), so links
+        to it pass the network too."""
+        self.node_at[address], self.address_of[node] = node, address
+        self._listening_changed()
+
+    def listens(self, node: str) -> bool:
+        """Whether the node listens now: started, and neither killed nor stopped since."""
+        address = self.address_of.get(node)
+        return address is not None and self.node_at.get(address) == node
+
+    def _listening_changed(self) -> None:
+        """Who listens where has changed (`listening`, a kill, a listener closed)."""
+
     def close_node(self, node: str) -> None:
-        """The network half of a kill, after the node's tasks are cancelled: its listeners close
-        and every connection it had is reset."""
+        """The network half of a kill, after the node's tasks are cancelled (or of a node run as
+        its own process, once it has exited): its listeners close and every connection it had is
+        reset."""
         for listener in self._listeners.pop(node, []):
             listener.close_now()
         for end in list(self._endpoints.get(node, [])):
             end.reset()
         self._endpoints.pop(node, None)
         address = self.address_of.get(node)
-        if address is not None:
-            self.node_at.pop(address, None)
+        if address is not None and self.node_at.pop(address, None) is not None:
+            self._listening_changed()
 
     async def _wait_reachable(self, src: str, dst: str) -> None:
         # A SYN into a partition is never answered: the caller's connect timeout decides.
@@ -657,7 +675,7 @@ class SimNetwork(Network):
         listener = _SimListener(address)
         self._listening[address] = listener
         self._listeners.setdefault(node, []).append(listener)
-        self.node_at[address], self.address_of[node] = node, address
+        self.listening(node, address)
         await trio.lowlevel.checkpoint()
         return listener, address
 
@@ -710,17 +728,8 @@ class TcpNetwork(Network):
         # a connection on the link src -> dst, a LinkWatch or None. Its links are always cut into
         # frames, and the watch sees each one (and may rewrite it) as it leaves and as it arrives.
         self.link_watch: Callable[[str, str], LinkWatch | None] | None = None
-        # Who listens where, watched: a relay listens only while its dst does (_Relay). The lab
-        # writes these for a node run as its own process (lab/run/cluster.py), so each change tells
-        # the relays, whoever made it.
+        # A relay listens only while its dst does (_Relay): each change of who listens tells them.
         self._relay_of: dict[tuple[str, str], _Relay] = {}
-        self.node_at = _Watched(self._listening_changed)
-        self.address_of = _Watched(self._listening_changed)
-
-    def listens(self, node: str) -> bool:
-        """Whether the node listens now: started, and neither killed nor stopped since."""
-        address = self.address_of.get(node)
-        return address is not None and self.node_at.get(address) == node
 
     def _listening_changed(self) -> None:
         for relay in self._relay_of.values():
@@ -733,12 +742,13 @@ class TcpNetwork(Network):
             address = self.address_of.get(node)
             if address is not None and self.node_at.get(address) == node:
                 self.node_at.pop(address)
+                self._listening_changed()
 
     async def listen(self, node: str, port: int = 0) -> tuple[trio.abc.Listener, str]:
         listeners = await trio.open_tcp_listeners(port, host=self.host, backlog=1024)
         address = "%s:%d" % listeners[0].socket.getsockname()[:2]
         self._listeners.setdefault(node, []).extend(_ClosableTcpListener(lst) for lst in listeners)
-        self.node_at[address], self.address_of[node] = node, address
+        self.listening(node, address)
         return _FreezableListener(self, node, listeners[0]), address
 
     async def connect(self, src: str, address: str) -> trio.SocketStream:
@@ -996,45 +1006,6 @@ class _Relay:
             else:
                 self._changed = trio.Event()
                 await self._changed.wait()
-
-
-class _Watched(dict):
-    """A dict that calls `changed` after each change."""
-
-    def __init__(self, changed: Callable[[], None]):
-        super().__init__()
-        self._changed = changed
-
-    def __setitem__(self, key, value) -> None:
-        super().__setitem__(key, value)
-        self._changed()
-
-    def __delitem__(self, key) -> None:
-        super().__delitem__(key)
-        self._changed()
-
-    def pop(self, *args):
-        value = super().pop(*args)
-        self._changed()
-        return value
-
-    def popitem(self):
-        item = super().popitem()
-        self._changed()
-        return item
-
-    def setdefault(self, key, default=None):
-        value = super().setdefault(key, default)
-        self._changed()
-        return value
-
-    def update(self, *args, **kwargs) -> None:
-        super().update(*args, **kwargs)
-        self._changed()
-
-    def clear(self) -> None:
-        super().clear()
-        self._changed()
 
 
 class _ClosableTcpListener:

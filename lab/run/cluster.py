@@ -218,8 +218,7 @@ class Cluster:
                 unpacker.feed(chunk)
                 for record in unpacker:
                     if "listening" in record:  # other nodes reach it through relays from now on
-                        self.network.node_at[record["listening"]] = name
-                        self.network.address_of[name] = record["listening"]
+                        self.network.listening(name, record["listening"])
                         task_status.started(record["listening"])
                         started = True
                     elif "failed" in record:  # the node's own error, its last word

@@ -7,6 +7,7 @@ import trio
 
 from chaos.links import RETRANSMIT_TIMEOUT, Links, Toxic
 from chaos.network import SimNetwork, Unreachable
+from echo_harness import echo, round_trip
 from lab.run.networks import tcp_network
 
 
@@ -20,28 +21,8 @@ async def net(request, nursery):
 async def echo_server(net, nursery, node="server"):
     """An echo node; cancelling nursery-started tasks is up to the test (see kill)."""
     listener, address = await net.listen(node, 0)
-
-    async def echo(stream):
-        try:
-            while data := await stream.receive_some(65536):
-                await stream.send_all(data)
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            pass
-        finally:
-            await trio.aclose_forcefully(stream)
-
     nursery.start_soon(trio.serve_listeners, echo, [listener])
     return address
-
-
-async def round_trip(stream, data=b"ping"):
-    await stream.send_all(data)
-    got = b""
-    while len(got) < len(data):
-        chunk = await stream.receive_some(65536)
-        assert chunk, "connection closed"
-        got += chunk
-    return got
 
 
 async def test_bytes_flow_both_ways_in_order(net, nursery):

@@ -9,6 +9,7 @@ import pytest
 import trio
 
 from chaos.links import Links
+from echo_harness import echo, round_trip
 from lab.run.networks import tcp_network
 
 PROMPT = 0.5  # s: a refused connect comes back in a millisecond or so; a relay that accepts and
@@ -32,17 +33,7 @@ class EchoNode:
             async with trio.open_nursery() as conns:
                 task_status.started(address)
                 while True:
-                    conns.start_soon(self._echo, await self.listener.accept())
-
-    @staticmethod
-    async def _echo(stream):
-        try:
-            while data := await stream.receive_some(65536):
-                await stream.send_all(data)
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            pass
-        finally:
-            await trio.aclose_forcefully(stream)
+                    conns.start_soon(echo, await self.listener.accept())
 
     async def kill(self):
         self.scope.cancel()  # its tasks stop, then the network half of the kill
@@ -60,15 +51,14 @@ async def dial(port: int) -> trio.SocketStream:
     return trio.SocketStream(sock)
 
 
-async def round_trip(stream, data=b"ping"):
-    await stream.send_all(data)
-    got = b""
-    with trio.fail_after(5):
-        while len(got) < len(data):
-            chunk = await stream.receive_some(65536)
-            assert chunk, "connection closed"
-            got += chunk
-    return got
+async def relayed_echo_node(nursery):
+    """A network, an echo node started on it, and the port of the relay app -> node, tried once."""
+    net = tcp_network(nursery, Links())
+    node = EchoNode(net)
+    await node.start(nursery)
+    port = await net.relay_port("app", "server")
+    assert await round_trip(await dial(port)) == b"ping"
+    return net, node, port
 
 
 async def assert_refused(port: int):
@@ -81,11 +71,7 @@ async def assert_refused(port: int):
 
 
 async def test_a_killed_nodes_relay_refuses_at_once_and_a_frozen_ones_accepts(nursery):
-    net = tcp_network(nursery, Links())
-    node = EchoNode(net)
-    await node.start(nursery)
-    port = await net.relay_port("app", "server")
-    assert await round_trip(await dial(port)) == b"ping"
+    net, node, port = await relayed_echo_node(nursery)
 
     net.freeze("server")  # a stopped process: its port still accepts, its bytes wait
     held = await dial(port)
@@ -142,17 +128,35 @@ async def test_a_relayed_connection_is_reset_at_the_kill_and_the_port_then_refus
 
 
 async def test_a_gracefully_stopped_node_refuses_from_the_moment_its_listener_closes(nursery):
-    net = tcp_network(nursery, Links())
-    node = EchoNode(net)
-    await node.start(nursery)
-    port = await net.relay_port("app", "server")
-    assert await round_trip(await dial(port)) == b"ping"
+    net, node, port = await relayed_echo_node(nursery)
 
     node.scope.cancel()  # a graceful stop: the node stops accepting and closes its listener,
     await trio.sleep(0)  # then it exits (close_node)
     await node.listener.aclose()
     await assert_refused(port)
     net.close_node("server")  # its exit changes nothing more
+    await assert_refused(port)
+
+
+async def test_a_node_listening_elsewhere_is_relayed_once_said_and_refused_after_its_exit(nursery):
+    # A node run as its own process (nslab up --processes) listens on a socket the network did not
+    # make: the lab says where (Network.listening), and close_node once the process has exited.
+    net = tcp_network(nursery, Links())
+    port = await net.relay_port("app", "server")
+    listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+    scope = trio.CancelScope()
+
+    async def serve():
+        with scope:
+            await trio.serve_listeners(echo, listeners)
+
+    nursery.start_soon(serve)
+    await assert_refused(port)  # listening, but not said yet
+    net.listening("server", "127.0.0.1:%d" % listeners[0].socket.getsockname()[1])
+    assert await round_trip(await dial(port)) == b"ping"
+
+    scope.cancel()  # the process exits
+    net.close_node("server")
     await assert_refused(port)
 
 
