@@ -39,3 +39,32 @@ def shrink_the_heartbeat(seed: int) -> dict:
     grow_at = at + rng.randint(5, 20)
     return {"grown": grown, "at": f"{at}s", "grow_at": f"{grow_at}s",
             "summary": f"{grown}'s links slow to 10 KB/s at t={at}s, it grows to 10,000 topics at t={grow_at}s"}
+
+
+def latency_fault_tolerance(seed: int) -> dict:
+    """Exercise 8: the producer's ban steps (RocketMQ's defaults, or shorter bans for slow sends, so a
+    function that ignores its parameters bans too long), which master is briefly slow and how slow (a
+    send of ~0.6 s or ~1.2 s), when and for how long; then which master hangs, and when. The
+    "recovered" window opens once the slow master's ban is over, so a right answer has given it its
+    traffic back and an over-long ban has not."""
+    rng = random.Random(f"latency-fault-tolerance:{seed}")
+    slow = ("broker-a-0", "broker-b-0")[seed % 2]
+    shorter = rng.random() < 0.5
+    latency = rng.choice((300, 600))  # each way: a send waits for twice the latency
+    # the ban of a ~0.6 s send (step 550 ms) and of a ~1.2 s one (step 1000 ms), in seconds
+    ban = {300: 5, 600: 10}[latency] if shorter else {300: 30, 600: 60}[latency]
+    # A ban starts at the first slow send and is renewed by the first one after it ends: an answer
+    # that bans six times too long is still banning well into the window below.
+    steps = ("latencyMax = [50, 100, 550, 1000, 2000, 3000, 15000]\n"
+             "notAvailableDuration = [0, 0, 5000, 10000, 120000, 180000, 600000]") if shorter else ""
+    slow_at = rng.randint(30, 60)
+    heal_at = slow_at + rng.randint(3, 10)
+    recovered_start = heal_at + ban + 5  # the last slow send's ban, with room for its own latency
+    hang_at = recovered_start + 30
+    hung = rng.choice(("broker-a-0", "broker-b-0"))
+    return {"steps": steps, "slow": slow, "latency": f"{latency}ms", "slow_at": f"{slow_at}s",
+            "heal_at": f"{heal_at}s", "recovered_start": f"{recovered_start}s", "hang_at": f"{hang_at}s",
+            "hung": hung,
+            "summary": f"{slow} {latency} ms slower each way from t={slow_at}s to t={heal_at}s "
+                       f"({'shorter bans than the defaults' if shorter else 'the default bans'}: {ban} s), "
+                       f"{hung} hangs at t={hang_at}s"}
