@@ -10,8 +10,10 @@ trio edges:
     topaddr      the HTTP address server fetch
     api          MQClientAPIImpl: the wire requests a client sends
     instance     MQClientInstance: channels, route refresh, heartbeats, the periodic tasks
-    coasting     route poll and rebalance rounds that change nothing, simulated in aggregate
     producer, consumer
+
+The clients know nothing of the simulator, whose classes for the simulated network subclass
+MQClientInstance and Consumer on their plain, overridable steps.
 """
 
 from .consumer import Consumer

@@ -119,7 +119,7 @@ DECODED_ROUTES_MAX = 20_000
 
 def forget_decoded() -> None:
     """Start a run with no decoded bodies from an earlier one in this process: which objects a run's
-    clients share must not depend on what ran before it (route poll coasting compares them)."""
+    clients share must not depend on what ran before it (whoever compares them by identity)."""
     _decoded_routes.clear()
     _decoded_id_lists.clear()
 
@@ -141,7 +141,7 @@ def route_query(topic: str) -> RemotingCommand:
     return request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic})
 
 
-def _route_reply(topic: str, on_result) -> _AsyncReply:
+def route_reply(topic: str, on_result) -> _AsyncReply:
     """Where a route query's reply goes; errors name the NameServer as _call's do."""
     return _AsyncReply(RequestCode.GET_ROUTEINFO_BY_TOPIC, None, lambda r: decode_route(topic, r.body or b"", r.serialize_type),
                        (ResponseCode.SUCCESS,), on_result)
@@ -151,7 +151,7 @@ def consumer_list_query(consumer_group: str) -> RemotingCommand:
     return request(RequestCode.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": consumer_group})
 
 
-def _consumer_list_reply(addr: str, on_result) -> _AsyncReply:
+def consumer_ids_reply(addr: str, on_result) -> _AsyncReply:
     return _AsyncReply(RequestCode.GET_CONSUMER_LIST_BY_GROUP, addr, _consumer_id_list, (ResponseCode.SUCCESS,),
                        on_result)
 
@@ -286,16 +286,8 @@ class MQClientAPI:
         lab's own (a client of another language)."""
         if self.node.config.client.routeParser != "fastjson" or not self.namesrv.is_sticky(self.channels.is_connected):
             return False
-        self.channels.invoke_async(self.namesrv.chosen, route_query(topic), timeout, _route_reply(topic, on_result))
+        self.channels.invoke_async(self.namesrv.chosen, route_query(topic), timeout, route_reply(topic, on_result))
         return True
-
-    def adopt_route_query(self, client, topic: str, timeout: float, on_result, sent_at: float) -> RemotingCommand:
-        """get_topic_route_info_async's call to the chosen NameServer over `client` (its open
-        channel), as sent at `sent_at` by a coasting route poll, which puts the request returned
-        (or its answer) on the wire itself."""
-        query = route_query(topic)
-        self.channels.adopt_async(self.namesrv.chosen, client, query, timeout, _route_reply(topic, on_result), sent_at)
-        return query
 
     # --- broker: producer -------------------------------------------------------------------------
 
@@ -317,7 +309,7 @@ class MQClientAPI:
 
     def pull_message_async(self, addr: str, fields: dict, timeout: float, on_result, renew=None) -> None:
         """pullMessageAsync: `on_result` gets the PullResult, or the exception the pull ended with.
-        `renew`: whether an empty answer would be followed by the same pull (RemotingClient._renew)."""
+        `renew`: whether an empty answer would be followed by the same pull (ChannelTable.invoke_async)."""
         self._call_async(addr, RequestCode.PULL_MESSAGE, fields, timeout, _pull_result, on_result,
                          ok=PULL_CODES, renew=renew)
 
@@ -328,16 +320,7 @@ class MQClientAPI:
     def get_consumer_id_list_by_group_async(self, addr: str, consumer_group: str, timeout: float, on_result) -> None:
         """On the open channel to `addr`: `on_result` gets the list, or the exception the call ended with."""
         self.channels.invoke_async(addr, consumer_list_query(consumer_group), timeout,
-                                   _consumer_list_reply(addr, on_result))
-
-    def adopt_consumer_list_query(self, addr: str, client, consumer_group: str, timeout: float, on_result,
-                                  sent_at: float) -> RemotingCommand:
-        """get_consumer_id_list_by_group_async's call over `client` (the open channel to `addr`),
-        as sent at `sent_at` by a coasting rebalance round, which puts the request returned (or
-        its answer) on the wire itself."""
-        query = consumer_list_query(consumer_group)
-        self.channels.adopt_async(addr, client, query, timeout, _consumer_list_reply(addr, on_result), sent_at)
-        return query
+                                   consumer_ids_reply(addr, on_result))
 
     async def query_consumer_offset(self, addr: str, group: str, mq: MessageQueue, timeout: float) -> int:
         """MQBrokerError (22 QUERY_NOT_FOUND, say) when the broker has no offset for it."""

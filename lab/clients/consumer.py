@@ -30,7 +30,6 @@ from nameserver.routes import MASTER_ID, TopicRouteData
 
 from .api import PullResult
 from .errors import MQBrokerError, MQClientError
-from .coasting import coast_rebalance
 from .instance import MQClientInstance
 from .rebalance import allocate_averagely
 from .route_cache import MessageQueue, subscribe_queues
@@ -192,8 +191,6 @@ class Consumer:
         # persist_consumer_offset.
         self._persisted_by: tuple[int, dict[str, object]] | None = None
         self.consumed = 0
-        self.coast = None  # the rebalance round's calls coasting (coasting.CoastingRebalance), if they are
-        self._coast_refused = False  # the last try found nothing to coast: wait for a topic kept as it is
         self._kept: dict[str, tuple] = {}  # topic -> (mq_set, members) keeps_queues found kept
         # From the start of shutdown: a reply that lands while it persists and leaves the group
         # (an offset query, a member list) gives it no queue, as RocketMQ's stopped consume service.
@@ -212,7 +209,6 @@ class Consumer:
         """Stop pulling, persist every offset, leave the group (its brokers tell the others)."""
         self.stopping = True
         self.instance.consumers.remove(self)
-        self.instance.channels.wake_coasting()  # no held pull of ours is sent again
         for pq in self.process_queue_table.values():
             pq.drop()
         await self.persist_consumer_offset()
@@ -262,10 +258,8 @@ class Consumer:
             self.topic_subscribe_info_table[topic] = subscribe_queues(topic, route)
 
     def _queues_changed(self) -> None:
-        """A topic's queues or their assignment change: a coasting rebalance call may not be what
-        it would be now, nor a kept allocation."""
-        if self.coast is not None:
-            self.coast.interrupt()
+        """A topic's queues or their assignment change (told before the change): a kept allocation
+        may not be kept any more."""
         self._kept.clear()
 
     # --- rebalance ------------------------------------------------------------------------------------
@@ -308,19 +302,11 @@ class Consumer:
         """Rebalance topics[at:] from reply callbacks while that needs no wait and takes no queue
         away; (where it stopped, what it learnt of that topic so far: see rebalance_by_topic)."""
         round_ = CallbackRound(at)
-        may_coast = True  # once per call: after an interrupted coast the round goes call by call
 
         def ask_next() -> None:
-            nonlocal may_coast
             if round_.at >= len(topics):
                 round_.stop(())
                 return
-            if may_coast:
-                may_coast = False
-                if not self._coast_refused:  # (while every topic moves queues, as at the start, no try)
-                    if coast_rebalance(self, topics, round_, on_answer, ask_next):
-                        return
-                    self._coast_refused = True
             topic = topics[round_.at]
             mq_set = self.topic_subscribe_info_table.get(topic)
             addr = self.instance.consumer_list_broker(topic)
@@ -341,7 +327,6 @@ class Consumer:
                 self._add_by_callbacks(fresh, 0, lambda: round_.given_up or self.stopping, functools.partial(
                     on_added, topic, (mq_set, addr, cid_all), allocated, fresh))
                 return
-            self._coast_refused = False
             round_.at += 1
             ask_next()
 
@@ -357,8 +342,14 @@ class Consumer:
             round_.at += 1
             ask_next()
 
-        stopped_at = await round_.run(ask_next)
+        stopped_at = await round_.run(lambda: self._start_rebalance_round(topics, round_, on_answer, ask_next))
         return round_.at, stopped_at
+
+    def _start_rebalance_round(self, topics: list[str], round_: CallbackRound, on_answer, ask_next) -> None:
+        """The first step of _rebalance_by_callbacks' run: `ask_next()` asks topics[round_.at]'s
+        member list, each answer (`on_answer(mq_set, addr, cid_all)`) the next. An overridable
+        point: a subclass may begin the run otherwise, as long as it goes on through these two."""
+        ask_next()
 
     def keeps_queues(self, topic: str, mq_set: list[MessageQueue], cid_all: tuple[str, ...]) -> bool:
         """Whether the topic's allocation over these members is the queues this consumer pulls.
@@ -384,8 +375,6 @@ class Consumer:
         if remaining is None:
             keep = set(allocated)
             taken_away = [mq for mq in self.process_queue_table.of_topic(topic) if mq not in keep]
-            if taken_away:
-                self.instance.channels.wake_coasting()  # their held pulls are not sent again
             for mq in taken_away:
                 self.process_queue_table.pop(mq).drop()
                 await self.persist(mq)  # so the next owner starts where this one stopped

@@ -34,7 +34,6 @@ from .errors import MQBrokerError, MQClientError, NoRouteInfoError, code_name
 from .namesrv import NamesrvSelector, namesrv_source
 from .route_cache import FindBrokerResult, MessageQueue, RouteCache, RoutePoll, unremarkable_fetch
 from .running_info import encode
-from .coasting import coast_route_poll
 from .topaddr import fetch_namesrv_addr
 
 if TYPE_CHECKING:
@@ -57,6 +56,8 @@ ClientFailure = (RemotingError, MQClientError, MQBrokerError)
 
 
 class MQClientInstance:
+    channel_table = ChannelTable  # NettyRemotingClient's channel table, built in __init__
+
     def __init__(self, node: Node, namesrv_addrs: str | list[str] | None, nursery: trio.Nursery, *,
                  properties: Mapping[str, str] | None = None, env: Mapping[str, str] | None = None):
         """namesrv_addrs: 'a:9876;b:9876', a list, or None to look at `properties`
@@ -68,7 +69,7 @@ class MQClientInstance:
         self.nursery = nursery
         self.source = namesrv_source(namesrv_addrs, properties=properties,
                                      env=os.environ if env is None else env)
-        self.channels = ChannelTable(node, nursery, connect_timeout=self.config.connectTimeoutMillis,
+        self.channels = self.channel_table(node, nursery, connect_timeout=self.config.connectTimeoutMillis,
                                      on_request=self._process_request)
         namesrv = NamesrvSelector(node.rng)
         namesrv.update_addr_list(self.source.addrs)
@@ -164,8 +165,6 @@ class MQClientInstance:
             return cached, failure
         fetched = outcome
         changed = self.route_cache.update(topic, fetched)
-        if changed:
-            self.channels.wake_coasting()  # a held pull's broker may have moved
         members = self.producers + self.consumers
         if changed or any(m.needs_route(topic) for m in members):
             for member in members:
@@ -210,17 +209,11 @@ class MQClientInstance:
         wait; (where it stopped, the remoting error that stopped it, if one did). `poll`: the
         periodic round they belong to (see _refresh)."""
         round_ = CallbackRound(at)
-        may_coast = poll is not None  # once per call: after an interrupted coast the round goes fetch by fetch
 
         def fetch_next() -> None:
-            nonlocal may_coast
             if round_.at >= len(topics):
                 round_.stop(None)
                 return
-            if may_coast:
-                may_coast = False
-                if coast_route_poll(self, topics, poll, round_, on_result, fetch_next):
-                    return
             topic = topics[round_.at]
             self._fetching(topic, poll)
             try:
@@ -243,8 +236,19 @@ class MQClientInstance:
             else:
                 fetch_next()
 
-        failure = await round_.run(fetch_next)
+        failure = await round_.run(lambda: self._start_fetch_round(topics, poll, round_, on_result, fetch_next))
         return round_.at, failure
+
+    def _start_fetch_round(self, topics: list[str], poll: RoutePoll | None, round_: CallbackRound,
+                           on_result, fetch_next) -> None:
+        """The first step of _fetch_by_callbacks' run: `fetch_next()` fetches topics[round_.at],
+        each fetch's reply (`on_result`) the next. An overridable point: a subclass may begin the
+        run otherwise, as long as it goes on through these two."""
+        fetch_next()
+
+    def last_fetch_source(self, topic: str) -> tuple | None:
+        """(NameServer, channel) of the topic's last good fetch; None after a failed one."""
+        return self._fetched_from.get(topic)
 
     async def find_broker_address_in_subscribe(self, mq: MessageQueue, broker_id: int,
                                                only_this_broker: bool) -> FindBrokerResult | None:
@@ -267,16 +271,17 @@ class MQClientInstance:
 
     async def send_heartbeat_to_all_broker(self) -> None:
         """Every broker the cache knows — only masters when there is no consumer."""
-        changes = self.route_cache.changes
-        self.route_cache.clean_offline_broker()
-        if self.route_cache.changes != changes:
-            self.channels.wake_coasting()
+        self.clean_offline_broker()
         body = self._heartbeat_body()
         for addr in self._broker_addrs(masters_only=not self.consumers):
             try:
                 await self.api.send_heartbeat(addr, body, self.config.mqClientApiTimeout)
             except ClientFailure as e:
                 log.info("%s: heartbeat to %s failed: %s", self.client_id, addr, e)
+
+    def clean_offline_broker(self) -> None:
+        """cleanOfflineBroker: broker addresses no cached route names any more are forgotten."""
+        self.route_cache.clean_offline_broker()
 
     def _heartbeat_body(self) -> bytes:
         """HeartbeatData, encoded again only when the members change: what each says of itself

@@ -25,7 +25,6 @@ from nameserver.schedule import Schedule
 from lab.config import LabConfig
 from lab.remoting.epoch import epoch_base_ms, epoch_ms
 from lab.events import EventLog
-from lab.sim import remoting as sim_remoting
 
 LAB_SERIALIZE_TYPE = SerializeType.MSGPACK  # the lab's own nodes speak msgpack to each other
 
@@ -106,17 +105,20 @@ class ChannelTable:
         return self._open(address)
 
     def delivers_everything(self, channel: RemotingClient) -> bool:
-        """Whether `channel` is a simulated connection on which whatever is sent arrives unless
-        the connection ends (_SimEnd.delivers_everything); never over real sockets."""
-        check = getattr(channel.stream, "delivers_everything", None)
-        return check is not None and check()
+        """Whether whatever is sent on `channel` is known to arrive unless the connection ends
+        (TCP promises order, not arrival): never here, over real sockets; a table for a network
+        that knows better may say so."""
+        return False
 
-    def wake_coasting(self) -> None:
-        """Whether a held pull would be sent again may have changed (a queue taken away, a route
-        changed): every coasting call, on every channel, is renewed one period at a time again
-        (lab/sim/remoting.py: CoastingRemotingClient.wake_coasting)."""
-        for client in self._clients.values():
-            sim_remoting.wake_coasting(client)
+    def _remoting_client(self, stream: trio.abc.Stream) -> RemotingClient:
+        """The NettyRemotingClient side of a new connection."""
+        return RemotingClient(stream, opaques=self._opaques, on_request=self.on_request,
+                              on_callback_error=self.node.fail)
+
+    def _send_async(self, client: RemotingClient, request: RemotingCommand, timeout: float, reply: ReplyCallback,
+                    renew: Callable[[], bool] | None) -> None:
+        """invokeAsync on `client`; `renew` is invoke_async's, which a plain client has no use for."""
+        client.invoke_async(request, timeout, reply)
 
     async def _get(self, address: str) -> RemotingClient:
         while True:
@@ -139,8 +141,7 @@ class ChannelTable:
             await self.node.pause.running()
             if scope.cancelled_caught:
                 raise RemotingError(f"connect to {address} timed out after {self.connect_timeout:g} s")
-            client = sim_remoting.remoting_client(stream, opaques=self._opaques, on_request=self.on_request,
-                                                  on_callback_error=self.node.fail)
+            client = self._remoting_client(stream)
             self._clients[address] = client
             self.nursery.start_soon(client.run)
             return client
@@ -170,17 +171,13 @@ class ChannelTable:
     def invoke_async(self, address: str, request: RemotingCommand, timeout: float, callback: ReplyCallback, *,
                      renew: Callable[[], bool] | None = None) -> None:
         """invokeAsync on the open channel to `address` (open it first: `connect`); RemotingError at
-        once when there is none. A call that fails closes the channel, as `invoke` does."""
+        once when there is none. A call that fails closes the channel, as `invoke` does. `renew`,
+        for a long-polled call: whether the caller, given the empty answer a long poll ends with,
+        would send the same call again at once (a question without side effects)."""
         client = self._open(address)
         if client is None:
             raise RemotingError(f"no open channel to {address}")
-        sim_remoting.invoke_async(client, request, timeout, _ChannelReply(self, address, client, callback), renew)
-
-    def adopt_async(self, address: str, client: RemotingClient, request: RemotingCommand, timeout: float,
-                    callback: ReplyCallback, sent_at: float) -> None:
-        """invoke_async's bookkeeping for a call a coasting batch sent at `sent_at` over `client`
-        (lab/sim/remoting.py: CoastingRemotingClient.adopt_async)."""
-        client.adopt_async(request, timeout, _ChannelReply(self, address, client, callback), sent_at)
+        self._send_async(client, request, timeout, ChannelReply(self, address, client, callback), renew)
 
     async def invoke_oneway(self, address: str, request: RemotingCommand) -> None:
         client = self._open(address) or await self._get(address)
@@ -205,7 +202,7 @@ def request(code: int, ext_fields: dict | None = None, body: bytes | None = None
     return RemotingCommand.request(code, ext_fields, body, serialize_type=LAB_SERIALIZE_TYPE, **kwargs)
 
 
-class _ChannelReply:
+class ChannelReply:
     """An asynchronous call's reply on its way to `callback`: a frozen node runs it when it
     resumes, and a call that failed closes the channel, as `invoke` does. An object with slots, not
     a closure: one waits per pending call (80,000 pulls on a large cluster)."""

@@ -26,8 +26,6 @@ from nameserver.schedule import Schedule
 from nameserver.server import NameServer
 
 from lab.broker.server import Broker
-from lab.clients.consumer import Consumer
-from lab.clients.instance import MQClientInstance
 from lab.clients.producer import Producer
 from lab.config import LabConfig
 from lab.events import EventLog
@@ -36,6 +34,7 @@ from lab.broker.store import MessageStore
 from .nstables import merge_tables, row_changes, snapshot
 from .timeline import timeline
 from lab.remoting.channels import Node
+from lab.sim.clients import client_instance_class, consumer_class
 from lab.sim.nameserver import name_server
 from .supervisor import NodeHandle, Supervisor, describe
 from .topology import Topology, plan
@@ -161,7 +160,7 @@ class Cluster:
         payload = Bodies(f"{self.seed}:{name}", self.config.producer.messageSize)
         async with trio.open_nursery() as nursery:
             nursery.start_soon(node.crash_on_failure)
-            instance = MQClientInstance(node, self.namesrv_addrs, nursery)
+            instance = client_instance_class(self.network)(node, self.namesrv_addrs, nursery)
             producer = self.clients[name] = Producer(node, instance, list(self.topology.topics), payload=payload)
             await producer.run(task_status=task_status)
 
@@ -169,8 +168,8 @@ class Cluster:
         node = self.node(name)
         async with trio.open_nursery() as nursery:
             nursery.start_soon(node.crash_on_failure)
-            instance = MQClientInstance(node, self.namesrv_addrs, nursery)
-            consumer = self.clients[name] = Consumer(node, instance, list(self.topology.topics))
+            instance = client_instance_class(self.network)(node, self.namesrv_addrs, nursery)
+            consumer = self.clients[name] = consumer_class(self.network)(node, instance, list(self.topology.topics))
             await consumer.start()
             task_status.started()
             await trio.sleep_forever()

@@ -5,11 +5,13 @@ to keep holding it rather than answer it empty and get the same pull back (the n
 `renew_peer_call`), and from then on to renew it every period with no work at all until something
 changes (`coast_peer_call`). The client takes the offer when the caller says it would send the same
 call again (`renew`, given with the call); the call then keeps its opaque and counts its timeout
-from when it would have been sent again. A coasting route poll or rebalance round (lab/clients/
-coasting.py) puts calls it simulated back on the client's books (`adopt_async`).
+from when it would have been sent again. A coasting route poll or rebalance round (lab/sim/
+clients.py) puts calls it simulated back on the client's books (`adopt_async`).
 
-`remoting_client` builds a CoastingRemotingClient on a simulated connection, nameserver.client's
-plain RemotingClient on any other stream.
+SimChannelTable is lab.remoting.channels.ChannelTable for a client on the simulated network
+(lab/sim/clients.py): it builds a CoastingRemotingClient on a simulated connection (nameserver.client's
+plain RemotingClient on any other stream), hands it the caller's `renew`, vouches for delivery where
+the network does, and wakes coasting calls when the client's state changed.
 """
 
 from __future__ import annotations
@@ -20,29 +22,45 @@ from typing import Callable
 
 import trio
 
+from lab.remoting.channels import ChannelReply, ChannelTable
 from nameserver.client import RemotingClient, RemotingError, ReplyCallback
 from nameserver.protocol import RemotingCommand
 
 
-def remoting_client(stream: trio.abc.Stream, **kwargs) -> RemotingClient:
-    """The client for `stream`: one that takes the simulated network's offers where it makes them."""
-    if hasattr(stream, "renew_peer_call"):  # the simulated network's end
-        return CoastingRemotingClient(stream, **kwargs)
-    return RemotingClient(stream, **kwargs)
+class SimChannelTable(ChannelTable):
+    """A client's channel table on the simulated network: its channels take the network's offers."""
 
+    def _remoting_client(self, stream: trio.abc.Stream) -> RemotingClient:
+        if hasattr(stream, "renew_peer_call"):  # the simulated network's end
+            return CoastingRemotingClient(stream, opaques=self._opaques, on_request=self.on_request,
+                                          on_callback_error=self.node.fail)
+        return super()._remoting_client(stream)
 
-def invoke_async(client: RemotingClient, request: RemotingCommand, timeout: float, callback: ReplyCallback,
-                 renew: Callable[[], bool] | None) -> None:
-    """`client.invoke_async`, with `renew` (see CoastingRemotingClient.invoke_async) where it counts."""
-    if renew is not None and type(client) is CoastingRemotingClient:
-        client.invoke_async(request, timeout, callback, renew=renew)
-    else:
-        client.invoke_async(request, timeout, callback)
+    def _send_async(self, client: RemotingClient, request: RemotingCommand, timeout: float, reply: ReplyCallback,
+                    renew: Callable[[], bool] | None) -> None:
+        if renew is not None and type(client) is CoastingRemotingClient:
+            client.invoke_async(request, timeout, reply, renew=renew)
+        else:
+            client.invoke_async(request, timeout, reply)
 
+    def delivers_everything(self, channel: RemotingClient) -> bool:
+        """Whether `channel` is a simulated connection on which whatever is sent arrives unless
+        the connection ends (_SimEnd.delivers_everything)."""
+        check = getattr(channel.stream, "delivers_everything", None)
+        return check is not None and check()
 
-def wake_coasting(client: RemotingClient) -> None:
-    if type(client) is CoastingRemotingClient:
-        client.wake_coasting()
+    def adopt_async(self, address: str, client: RemotingClient, request: RemotingCommand, timeout: float,
+                    callback: ReplyCallback, sent_at: float) -> None:
+        """invoke_async's bookkeeping for a call a coasting batch sent at `sent_at` over `client`
+        (CoastingRemotingClient.adopt_async)."""
+        client.adopt_async(request, timeout, ChannelReply(self, address, client, callback), sent_at)
+
+    def wake_coasting(self) -> None:
+        """Whether a held pull would be sent again may have changed (a queue taken away, a route
+        changed): every coasting call, on every channel, is renewed one period at a time again."""
+        for client in self._clients.values():
+            if type(client) is CoastingRemotingClient:
+                client.wake_coasting()
 
 
 class CoastingRemotingClient(RemotingClient):

@@ -20,6 +20,7 @@ from lab.clients.instance import MQClientInstance
 from lab.clients.producer import Producer
 from lab.config import LabConfig
 from lab.remoting.channels import Node
+from lab.sim.clients import client_instance_class, consumer_class
 from lab.broker.store import MessageStore
 from nameserver.protocol import RequestCode, ResponseCode
 from nameserver.server import NameServer
@@ -62,7 +63,8 @@ class ClientLab:
         return Node(name, self.sim.network, self.sim.events, config, random.Random(name))
 
     def instance(self, node: Node) -> MQClientInstance:
-        return MQClientInstance(node, list(self.sim.nameservers), self.sim.nursery)
+        # the lab's classes for its network, as lab/run/cluster.py builds them
+        return client_instance_class(self.sim.network)(node, list(self.sim.nameservers), self.sim.nursery)
 
     async def producer(self, name: str = "producer-0") -> Producer:
         node = self.node(name)
@@ -72,7 +74,7 @@ class ClientLab:
 
     async def consumer(self, name: str) -> Consumer:
         node = self.node(name, consumeFromWhere="CONSUME_FROM_FIRST_OFFSET")
-        consumer = Consumer(node, self.instance(node), [TOPIC])
+        consumer = consumer_class(self.sim.network)(node, self.instance(node), [TOPIC])
         await consumer.start()
         return consumer
 

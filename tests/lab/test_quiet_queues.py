@@ -4,7 +4,7 @@ An idle queue's consumer gets an empty long-poll answer every 15 s and sends the
 back; every 5 s it resends every offset, changed or not; every 30 s each client asks for every
 route it uses, and nearly always gets the one it holds. On a simulated network without faults the
 lab skips those round trips (CoastingSuspendedPull.renew in lab/sim/broker.py,
-Consumer.persist_consumer_offset, lab/clients/coasting.py), and once renewed a pull coasts:
+Consumer.persist_consumer_offset, lab/sim/clients.py), and once renewed a pull coasts:
 renewed every period with no timer until something changes (CoastingSuspendedPull.coast). With no link
 jitter (whose draws the skipped sends would have made), a run with the skipping and one without
 must hold the same records at the same times: only the order of records of one same instant may
@@ -25,7 +25,7 @@ from chaos import network
 from lab.sim.broker import CoastingSuspendedPull
 from lab.broker.long_polling import PullRequestHoldService
 from lab.clients.consumer import Consumer
-from lab.clients.coasting import CoastingRebalance, CoastingRoutePoll
+from lab.sim.clients import CoastingRebalance, CoastingRoutePoll
 from lab.control import scenarios
 from lab.run.runner import RunOptions
 

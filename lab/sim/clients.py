@@ -1,5 +1,5 @@
-"""Rounds of calls that change nothing, simulated in aggregate: a client's route poll, a
-consumer's rebalance.
+"""A client's side of the simulator's aggregation of idle traffic: rounds of calls that change
+nothing, simulated in aggregate — a client's route poll, a consumer's rebalance.
 
 Every client polls every topic it uses every 30 s, one GET_ROUTEINFO_BY_TOPIC after another, and
 every consumer asks a broker of each topic for its group's members every 20 s, one
@@ -19,6 +19,14 @@ then are counted, the one under way goes back on the wire as it was (its request
 due when it was due) and the round goes on call by call. With no link jitter, a run with coasting
 and one without hold the same records at the same times (tests/lab/test_quiet_queues.py); with
 jitter, coasting calls take the base latency, as renewed pulls do (_SimEnd.renew_peer_call).
+
+The client roles know none of this. SimMQClientInstance and SimConsumer are lab.clients'
+MQClientInstance and Consumer with the aggregation hooked on their plain, overridable steps: how a
+run of fetches or member-list calls by callbacks begins (`_start_fetch_round`,
+`_start_rebalance_round`), where a route or a queue changes (`_fetched`, `clean_offline_broker`,
+`_queues_changed`, `shutdown`), and the channel table they build (lab/sim/remoting.py:
+SimChannelTable). `client_instance_class` and `consumer_class` give the lab the classes for its network, as
+lab/sim/nameserver.py's `name_server` does.
 """
 
 from __future__ import annotations
@@ -31,15 +39,18 @@ from typing import TYPE_CHECKING, Callable
 
 import trio
 
+from chaos.network import Network, SimNetwork
+from lab.clients import api as client_api
+from lab.clients.consumer import Consumer
+from lab.clients.instance import MQClientInstance
+from lab.clients.route_cache import RoutePoll
 from lab.remoting.handover import CallbackRound
 from nameserver.protocol import RemotingCommand, ResponseCode
 
-from . import api as client_api
-from .route_cache import RoutePoll
+from .remoting import SimChannelTable
 
 if TYPE_CHECKING:
-    from .consumer import Consumer
-    from .instance import MQClientInstance
+    from lab.remoting.channels import Node
 
 
 def put_back(stream, query: RemotingCommand, answer_body: bytes, sent: float, arrival: float, reply: float,
@@ -74,7 +85,7 @@ class CoastingRoutePoll:
     __slots__ = ("instance", "topics", "poll", "round_", "on_result", "resume", "client", "stream", "coaster",
                  "answers", "sends", "arrivals", "replies", "counted", "done")
 
-    def __init__(self, instance: MQClientInstance, topics: list[str], poll: RoutePoll, round_: CallbackRound,
+    def __init__(self, instance: SimMQClientInstance, topics: list[str], poll: RoutePoll, round_: CallbackRound,
                  on_result: Callable, resume: Callable[[], None], client, stream) -> None:
         self.instance, self.topics, self.poll, self.round_ = instance, topics, poll, round_
         self.on_result, self.resume = on_result, resume  # the round's reply callback, and its next step
@@ -112,7 +123,7 @@ class CoastingRoutePoll:
         waits for it. None when a topic has none."""
         instance, topics = self.instance, self.topics
         source = (instance.api.namesrv.chosen, self.client)
-        cached, fetched_from = instance.route_cache.topic_route_table.get, instance._fetched_from.get
+        cached, fetched_from = instance.route_cache.topic_route_table.get, instance.last_fetch_source
         held = client_api.last_decoded_routes(topics, serialize_type)
         for topic, decoded in zip(topics, held):
             if decoded is None or cached(topic) is not decoded[1] or fetched_from(topic) != source:
@@ -162,14 +173,12 @@ class CoastingRoutePoll:
                 self.resume()
             return
         topic, sent = self.topics[answered], self.sends[answered]
-        self.instance._fetching(topic, self.poll)
-        query = self.instance.api.adopt_route_query(self.client, topic, self.instance.config.mqClientApiTimeout,
-                                                    self.on_result, sent)
+        query = self.instance.adopt_route_fetch(self.client, topic, self.poll, self.on_result, sent)
         put_back(self.stream, query, self.answers[answered], sent, self.arrivals[answered], self.replies[answered],
                  now)
 
 
-def coast_route_poll(instance: MQClientInstance, topics: list[str], poll: RoutePoll, round_: CallbackRound,
+def coast_route_poll(instance: SimMQClientInstance, topics: list[str], poll: RoutePoll, round_: CallbackRound,
                      on_result: Callable, resume: Callable[[], None]) -> bool:
     """Coast the round's topics from round_.at on, when it may (see the module's doc)."""
     api = instance.api
@@ -194,7 +203,7 @@ class CoastingRebalance:
     __slots__ = ("consumer", "topics", "round_", "on_answer", "resume", "rng_state", "calls", "broker_of",
                  "sends", "arrivals", "replies", "done")
 
-    def __init__(self, consumer: Consumer, topics: list[str], round_: CallbackRound, on_answer: Callable,
+    def __init__(self, consumer: SimConsumer, topics: list[str], round_: CallbackRound, on_answer: Callable,
                  resume: Callable[[], None]) -> None:
         self.consumer, self.topics, self.round_ = consumer, topics, round_
         self.on_answer, self.resume = on_answer, resume  # the round's reply callback, and its next step
@@ -296,15 +305,105 @@ class CoastingRebalance:
         instance = self.consumer.instance
         on_reply = instance.consumer_list_reply(addr, self.consumer.consumer_group,
                                                 functools.partial(self.on_answer, mq_set, addr))
-        query = instance.api.adopt_consumer_list_query(addr, client, self.consumer.consumer_group,
-                                                       instance.config.mqClientApiTimeout, on_reply, sent)
+        query = instance.adopt_consumer_list_query(addr, client, self.consumer.consumer_group, on_reply, sent)
         put_back(stream, query, body, sent, arrival, self.replies[answered], now)
 
 
-def coast_rebalance(consumer: Consumer, topics: list[str], round_: CallbackRound, on_answer: Callable,
+def coast_rebalance(consumer: SimConsumer, topics: list[str], round_: CallbackRound, on_answer: Callable,
                     resume: Callable[[], None]) -> bool:
     """Coast the rebalance round's topics from round_.at on, when it may (see the module's doc)."""
     instance = consumer.instance
-    if instance.producers or instance.source.ws_addr:
+    if not isinstance(instance, SimMQClientInstance) or instance.producers or instance.source.ws_addr:
         return False  # their draws would interleave with the picks'
     return CoastingRebalance(consumer, topics[round_.at:], round_, on_answer, resume).start()
+
+
+def client_instance_class(network: Network) -> type[MQClientInstance]:
+    """The MQClientInstance to run on `network`: the one whose rounds may coast on the simulated network."""
+    return SimMQClientInstance if isinstance(network, SimNetwork) else MQClientInstance
+
+
+def consumer_class(network: Network) -> type[Consumer]:
+    """The Consumer to run on `network`: the one whose rebalance rounds may coast on the simulated network."""
+    return SimConsumer if isinstance(network, SimNetwork) else Consumer
+
+
+class SimMQClientInstance(MQClientInstance):
+    """MQClientInstance on the simulated network: its route poll rounds may coast
+    (CoastingRoutePoll), and its held pulls coast (lab/sim/remoting.py) until a route changes."""
+
+    channel_table = SimChannelTable
+
+    def _start_fetch_round(self, topics: list[str], poll: RoutePoll | None, round_: CallbackRound,
+                           on_result, fetch_next) -> None:
+        if poll is not None and coast_route_poll(self, topics, poll, round_, on_result, fetch_next):
+            return
+        fetch_next()
+
+    def _fetched(self, topic: str, poll: RoutePoll | None, outcome):
+        changes = self.route_cache.changes
+        result = super()._fetched(topic, poll, outcome)
+        if self.route_cache.changes != changes:
+            self.channels.wake_coasting()  # a held pull's broker may have moved
+        return result
+
+    def clean_offline_broker(self) -> None:
+        changes = self.route_cache.changes
+        super().clean_offline_broker()
+        if self.route_cache.changes != changes:
+            self.channels.wake_coasting()
+
+    def adopt_route_fetch(self, client, topic: str, poll: RoutePoll, on_result, sent_at: float) -> RemotingCommand:
+        """The route poll's fetch of `topic` over `client` (the chosen NameServer's open channel),
+        as sent at `sent_at` by a coasting route poll, which puts the request returned (or its
+        answer) on the wire itself: counted as _fetch_by_callbacks counts it, on the client's books."""
+        self._fetching(topic, poll)
+        query = client_api.route_query(topic)
+        self.channels.adopt_async(self.api.namesrv.chosen, client, query, self.config.mqClientApiTimeout,
+                                  client_api.route_reply(topic, on_result), sent_at)
+        return query
+
+    def adopt_consumer_list_query(self, addr: str, client, group: str, on_result, sent_at: float) -> RemotingCommand:
+        """find_consumer_id_list_async's call over `client` (the open channel to `addr`), as sent
+        at `sent_at` by a coasting rebalance round, which puts the request returned (or its
+        answer) on the wire itself."""
+        query = client_api.consumer_list_query(group)
+        self.channels.adopt_async(addr, client, query, self.config.mqClientApiTimeout,
+                                  client_api.consumer_ids_reply(addr, on_result), sent_at)
+        return query
+
+
+class SimConsumer(Consumer):
+    """Consumer on the simulated network: its rebalance rounds may coast (CoastingRebalance), and
+    its held pulls coast until its queues change or it stops."""
+
+    def __init__(self, node: Node, instance: MQClientInstance, topics: list[str]):
+        super().__init__(node, instance, topics)
+        self.coast: CoastingRebalance | None = None  # the rebalance round's calls coasting, if they are
+        self._coast_refused = False  # the last try found nothing to coast: wait for a topic kept as it is
+
+    def _start_rebalance_round(self, topics: list[str], round_: CallbackRound, on_answer, ask_next) -> None:
+        if not self._coast_refused:  # (while every topic moves queues, as at the start, no try)
+            if coast_rebalance(self, topics, round_, on_answer, ask_next):
+                return
+            self._coast_refused = True
+        ask_next()
+
+    def keeps_queues(self, topic, mq_set, cid_all) -> bool:
+        kept = super().keeps_queues(topic, mq_set, cid_all)
+        if kept:
+            self._coast_refused = False
+        return kept
+
+    def _queues_changed(self) -> None:
+        """A coasting rebalance call may not be what it would be now, nor a held pull."""
+        if self.coast is not None:
+            self.coast.interrupt()
+        super()._queues_changed()
+        if isinstance(self.instance.channels, SimChannelTable):
+            self.instance.channels.wake_coasting()  # a held pull of a queue taken away is not sent again
+
+    async def shutdown(self) -> None:
+        if isinstance(self.instance.channels, SimChannelTable):
+            self.instance.channels.wake_coasting()  # no held pull of ours is sent again
+        await super().shutdown()
