@@ -134,12 +134,14 @@ class _Reporter:
         self.shown = len(blocks)
 
 
-def check_build(exercise: Exercise, path: Path, say: Callable[[str], None], *, scenarios_too: bool = True) -> Outcome:
+def check_build(exercise: Exercise, path: Path, say: Callable[[str], None], *, scenarios_too: bool = True,
+                only: frozenset[str] | None = None) -> Outcome:
     with learner_member(exercise, path, say) as member:
-        return _check_build(exercise, path, member, say, scenarios_too)
+        return _check_build(exercise, path, member, say, scenarios_too, only)
 
 
-def _check_build(exercise: Exercise, path: Path, member, say: Callable[[str], None], scenarios_too: bool) -> Outcome:
+def _check_build(exercise: Exercise, path: Path, member, say: Callable[[str], None], scenarios_too: bool,
+                 only: frozenset[str] | None = None) -> Outcome:
     errors = LearnerErrors(path)
     member = errors.wrap(member)
     reporter = _Reporter(errors, say)
@@ -148,6 +150,8 @@ def _check_build(exercise: Exercise, path: Path, member, say: Callable[[str], No
     say("unit tests:")
     failed = []
     for test in exercise.tests:
+        if only is not None and test.__name__ not in only:
+            continue
         blocked = [t.__name__ for t in getattr(test, "needs", ()) if t.__name__ in failed]
         if blocked:  # the same cause again under this rule's name: said once, by the rule it broke
             failed.append(test.__name__)
@@ -183,7 +187,7 @@ def _check_build(exercise: Exercise, path: Path, member, say: Callable[[str], No
             f"(fix that first)")
     with swapped(exercise.target, replacement(exercise, member, errors)):
         for path_ in exercise.scenario_paths if scenarios_too else ():
-            for i, seed in enumerate(exercise.seeds_of(path_)):
+            for i, seed in enumerate(exercise.seeds):
                 text, drawn, judges = exercise.seeded(path_, seed)
                 ok = run_scenario(path_, say, seed=seed, only_failures=i > 0, text=text, drawn=drawn, judges=judges)
                 reporter.flush()
@@ -193,7 +197,7 @@ def _check_build(exercise: Exercise, path: Path, member, say: Callable[[str], No
             if not scenario_ok:
                 break
     tests_ok = not failed
-    return Outcome(tests_ok and scenario_ok is True, tests_ok, scenario_ok, failed_tests=tuple(failed),
+    return Outcome(tests_ok and scenario_ok is True and only is None, tests_ok, scenario_ok, failed_tests=tuple(failed),
                    raised=bool(errors.seen))
 
 
@@ -220,9 +224,11 @@ def check_watch(exercise: Exercise, prediction: float | None, say: Callable[[str
 
 def check(exercise: Exercise, *, file: Path | None = None, solution: bool = False,
           prediction: float | None = None, directory: Path = DEFAULT_DIR,
-          say: Callable[[str], None] = print, scenarios_too: bool = True) -> Outcome:
+          say: Callable[[str], None] = print, scenarios_too: bool = True,
+          only: frozenset[str] | None = None) -> Outcome:
     """Raises WorkshopError for what the learner must fix before anything can be checked.
-    scenarios_too=False: a building exercise's unit tests only (never a pass)."""
+    scenarios_too=False: a building exercise's unit tests only (never a pass); `only`: these unit
+    tests only, by name (what a known-wrong answer's test needs to see; never a pass either)."""
     if exercise.kind == "watch":
         if solution:
             prediction = float(exercise.solution.read_text().split()[0])
@@ -231,7 +237,7 @@ def check(exercise: Exercise, *, file: Path | None = None, solution: bool = Fals
         path = exercise.solution if solution else (file or work_file(exercise, directory))
         if not path.exists() and not solution and file is None:
             raise WorkshopError(f"{path}: not there yet — run `nslab workshop start {exercise.number}` first")
-        outcome = check_build(exercise, path, say, scenarios_too=scenarios_too)
+        outcome = check_build(exercise, path, say, scenarios_too=scenarios_too, only=only)
     say(f"exercise {exercise.number}: {'PASSED' if outcome.ok else 'NOT YET'}")
     return outcome
 

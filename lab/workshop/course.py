@@ -43,12 +43,13 @@ class Exercise:
     tests: list[Callable[[Callable], None]] = field(default_factory=list)
     also: tuple[str, ...] = ()  # building: more scenarios the learner's code must keep valid
     seeds: tuple[int, ...] = (1, 2, 3)  # building: every scenario runs on each (simulated, deterministic)
-    also_seeds: tuple[int, ...] | None = None  # the `also` scenarios' seeds when fewer (fixed faults); else seeds
     adapt: Callable | None = None  # (learner's member, LearnerErrors) -> what is swapped in; default: itself
     stateful: bool = False  # a class with state, not a warm-up function
     # A scenario file with ${...} fields is a template: nemesis(seed) fills them with the fault the
     # seed draws (which node, what, when, how long; "summary" says it in one line).
     nemesis: Callable[[int], dict] | None = None
+    # The `also` scenarios' own (by file stem), for those that are templates too.
+    also_nemeses: dict[str, Callable[[int], dict]] = field(default_factory=dict)
     # More verdicts on a run of the scenario of that name: () -> (name, ok | None, detail), made
     # fresh per run by judges(nemesis's draw or None).
     judges: Callable[[str, dict | None], tuple] | None = None
@@ -82,8 +83,8 @@ class Exercise:
     def scenario_paths(self) -> list[Path]:
         return [self._find(name) for name in (self.scenario, *self.also)]
 
-    def seeds_of(self, path: Path) -> tuple[int, ...]:
-        return self.seeds if self.also_seeds is None or path == self.scenario_path else self.also_seeds
+    def nemesis_of(self, path: Path) -> Callable[[int], dict] | None:
+        return self.nemesis if path == self.scenario_path else self.also_nemeses.get(path.stem)
 
     def _find(self, name: str) -> Path:
         local = self.dir / name
@@ -94,9 +95,10 @@ class Exercise:
         text = path.read_text()
         drawn = None
         if "${" in text:
-            if self.nemesis is None:
-                raise ValueError(f"{path} is a template but exercise {self.number} draws no fault (nemesis)")
-            drawn = self.nemesis(seed)
+            nemesis = self.nemesis_of(path)
+            if nemesis is None:
+                raise ValueError(f"{path} is a template but exercise {self.number} draws no fault for it (nemesis)")
+            drawn = nemesis(seed)
             text = string.Template(text).substitute(drawn)
         judges = self.judges(path.stem, drawn) if self.judges else ()
         return (text if drawn is not None else None), (drawn or {}).get("summary"), judges
@@ -152,16 +154,18 @@ COURSE = [
              tests=[warmups.test_register_body_round_trips, warmups.test_register_body_is_small]),
     Exercise(10, "route-info-manager", "Build the NameServer's RouteInfoManager: five tables, four changes",
              "route-info-manager.toml", target="nameserver.processor:RouteInfoManager",
-             tests=route_manager.TESTS, also=("broker-graceful-shutdown", "master-down"),
-             adapt=route_manager.adapt, stateful=True, seeds=TEN, also_seeds=(1, 2, 3),
-             nemesis=route_manager.nemesis),
+             tests=route_manager.TESTS, also=("broker-graceful-shutdown.toml", "master-down.toml"),
+             adapt=route_manager.adapt, stateful=True, seeds=TEN, nemesis=route_manager.nemesis,
+             also_nemeses={"broker-graceful-shutdown": nemeses.broker_graceful_shutdown,
+                           "master-down": nemeses.master_down}),
     Exercise(11, "nameserver-selector", "Build a client's NameServer choice and failover",
              "nameserver-failover.toml", target="lab.clients.instance:NamesrvSelector",
              tests=selector.TESTS, stateful=True, seeds=TEN, nemesis=selector.nemesis),
     Exercise(12, "register-everywhere", "Build a broker's registration with every NameServer",
              "register-everywhere.toml", target="lab.broker.server:BrokerOuterAPI",
-             tests=register_everywhere.TESTS, also=("broker-graceful-shutdown",), adapt=register_everywhere.adapt, stateful=True,
-             seeds=TEN, also_seeds=(1, 2, 3), nemesis=register_everywhere.nemesis,
+             tests=register_everywhere.TESTS, also=("../10-route-info-manager/broker-graceful-shutdown.toml",),
+             adapt=register_everywhere.adapt, stateful=True, seeds=TEN, nemesis=register_everywhere.nemesis,
+             also_nemeses={"broker-graceful-shutdown": nemeses.broker_graceful_shutdown},
              judges=register_everywhere.judges),
 ]
 
