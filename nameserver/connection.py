@@ -1,13 +1,14 @@
 """One connection's commands, whatever carries them: the edge every server and client reads through.
 
 A byte stream (TCP) carries frames: a reader task decodes them and writes the replies. A stream
-that carries objects (the lab's simulated network, chaos/network.py — duck-typed, as nameserver
-knows nothing of chaos) carries the commands themselves: no bytes are made, and each arrival is
-handled where it lands, without a task waking for it. That is most of what makes a simulated run
-fast; the handlers are the same plain functions either way. A command goes over as it is, not a
-copy: RemotingCommand.request() and response() build it as its peer would decode it from its bytes
-(tests/nameserver/test_protocol.py proves that), and once sent it is the peer's — every sender
-builds a new command for each send and no one changes a command sent or received.
+that carries objects carries the commands themselves: no bytes are made, and each arrival is
+handled where it lands, without a task waking for it (the stream offers `set_receiver` and
+`send_object`; the lab's simulated network, chaos/network.py, is one). Whoever builds the
+connection says which it is (`objects`), as it chose the stream. The handlers are the same plain
+functions either way. A command goes over as it is, not a copy: RemotingCommand.request() and
+response() build it as its peer would decode it from its bytes (tests/nameserver/test_protocol.py
+proves that), and once sent it is the peer's — every sender builds a new command for each send and
+no one changes a command sent or received.
 
 A peer that writes bytes on an object stream (a test poking a simulated broker with raw frames)
 is decoded as on TCP and answered in bytes: a connection answers in the form it is spoken to.
@@ -53,13 +54,20 @@ Handler = Callable[[RemotingCommand], RemotingCommand | None]
 
 
 def carries_objects(stream: trio.abc.Stream) -> bool:
+    """What the stream says of itself, for a builder that does not say (objects=None). Only
+    RemotingClient and the broker's ClientChannel still leave it to this; once they say, it goes
+    (tests/layout/test_imports.py lists it)."""
     return getattr(stream, "carries_objects", False)
 
 
 class Connection:
-    def __init__(self, stream: trio.abc.Stream, max_frame_length: int = FRAME_MAX_LENGTH):
+    def __init__(self, stream: trio.abc.Stream, max_frame_length: int = FRAME_MAX_LENGTH, *,
+                 objects: bool | None = None, remote_addr: str | None = None):
+        """`objects`: whether `stream` carries commands whole (see the module's doc). `remote_addr`:
+        the peer, for logs and channels, where the stream has no socket to ask (remote_address)."""
         self.stream = stream
-        self.objects = carries_objects(stream)
+        self.objects = carries_objects(stream) if objects is None else objects
+        self.remote_addr = remote_address(stream) if remote_addr is None else remote_addr
         self.decoder = FrameDecoder(max_frame_length)
         self._peer_writes_bytes = not self.objects
         self._send_lock = trio.Lock()
@@ -74,7 +82,7 @@ class Connection:
         self._peer_writes_bytes = True
         commands = self.decoder.feed(data)
         if self.decoder.error is not None:
-            log.warning("closing connection from %s: %s", remote_address(self.stream), self.decoder.error)
+            log.warning("closing connection from %s: %s", self.remote_addr, self.decoder.error)
             self._end(f"decode error: {self.decoder.error}")
         return commands
 
@@ -105,7 +113,7 @@ class Connection:
     def _handler_failed(self, error: Exception) -> None:
         """The handler's bug: it costs this connection, and says why."""
         self.handler_error = error
-        log.error("closing connection from %s: handling a request failed", remote_address(self.stream),
+        log.error("closing connection from %s: handling a request failed", self.remote_addr,
                   exc_info=error)
         self._end(f"internal error: {type(error).__name__}: {error}")
 
@@ -243,6 +251,8 @@ def _int32(value: object) -> int:
 
 
 def remote_address(stream: trio.abc.Stream) -> str:
+    """host:port of a socket stream's peer (trio's and nameserver.tcp's streams, and wrappers of
+    them, have `socket`); "?" when it cannot tell."""
     sock = getattr(stream, "socket", None)
     if sock is not None:
         try:
@@ -250,6 +260,8 @@ def remote_address(stream: trio.abc.Stream) -> str:
             return f"{host}:{port}"
         except OSError:
             return "?"
+    # The simulated network's ends name their peer themselves: for the builders that do not yet
+    # pass remote_addr (see carries_objects); tests/layout/test_imports.py lists it.
     return str(getattr(stream, "remote_addr", "?"))
 
 

@@ -13,7 +13,7 @@ import trio
 from .config import NamesrvConfig
 from .processor import DefaultRequestProcessor, Listener
 from .schedule import Schedule
-from .connection import Connection, close_idle_channels, remote_address
+from .connection import Connection, close_idle_channels
 from .protocol import FRAME_MAX_LENGTH, RemotingCommand
 from .tcp import AcceptFailures, RawSocketListener, accept_forever
 
@@ -113,8 +113,8 @@ class NameServer:
                                   self.schedule.sleep_until)
 
     async def handle_stream(self, stream: trio.abc.Stream) -> None:
-        channel = self.open_channel(stream)
-        connection = Connection(stream, FRAME_MAX_LENGTH)
+        connection = self.connection(stream)
+        channel = self.open_channel(connection)
 
         def handle(request):
             return self.process_request(channel, request)
@@ -130,9 +130,14 @@ class NameServer:
             self.channel_destroyed(channel, reason)
             await connection.aclose()
 
-    def open_channel(self, stream: trio.abc.Stream) -> Channel:
+    def connection(self, stream: trio.abc.Stream) -> Connection:
+        """The connection an accepted stream is served on (a NameServer built for streams that
+        carry objects says so here: lab/sim/nameserver.py)."""
+        return Connection(stream, FRAME_MAX_LENGTH)
+
+    def open_channel(self, connection: Connection) -> Channel:
         """An accepted connection's channel (NettyConnectManageHandler's channelActive)."""
-        channel = Channel(remote_address(stream), trio.current_time())
+        channel = Channel(connection.remote_addr, trio.current_time())
         self.channels[channel] = None
         return channel
 

@@ -18,9 +18,9 @@ from __future__ import annotations
 import trio
 
 from chaos.network import Network, SimNetwork
-from nameserver.connection import close_idle_channels
+from nameserver.connection import Connection, close_idle_channels
 from nameserver.processor import DefaultRequestProcessor
-from nameserver.protocol import RemotingCommand
+from nameserver.protocol import FRAME_MAX_LENGTH, RemotingCommand
 from nameserver.protocol.codes import V4_9_4
 from nameserver.server import Channel, NameServer
 
@@ -104,10 +104,14 @@ class CoastingNameServer(NameServer):
         self._coasting: dict[object, tuple] = {}
         self.unchanged_route_answers = UnchangedRouteAnswers(self.processor)
 
-    def open_channel(self, stream: trio.abc.Stream) -> Channel:
-        channel = super().open_channel(stream)
-        if hasattr(stream, "query_coaster"):  # the simulated network's end: route polls over it may coast
-            stream.query_coaster = RouteQueryCoaster(self, channel)
+    def connection(self, stream: trio.abc.Stream) -> Connection:
+        """Every stream here is the simulated network's end: it carries commands whole and names
+        its peer (the node that dialled)."""
+        return Connection(stream, FRAME_MAX_LENGTH, objects=True, remote_addr=stream.remote_addr)
+
+    def open_channel(self, connection: Connection) -> Channel:
+        channel = super().open_channel(connection)
+        connection.stream.query_coaster = RouteQueryCoaster(self, channel)  # route polls over it may coast
         return channel
 
     def process_request(self, channel: Channel, request: RemotingCommand) -> RemotingCommand | None:

@@ -5,6 +5,9 @@ module of one role at lab/'s top level."""
 from __future__ import annotations
 
 import ast
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -92,15 +95,149 @@ def test_lab_top_level_holds_only_what_every_part_shares():
     assert top == SHARED_AT_LAB_TOP
 
 
-# The simulator's aggregation of idle traffic lives in lab/sim (docs/rocketmq-map.md, "Simulation-only
-# code inside role modules"); a NameServer module reads as RocketMQ's. Nothing is left (issue 35): the
-# list may never grow again.
-SIMULATION_WORDS = ("coast", "renew_peer_call", "call_renewer", "query_coaster", "hasattr(stream")
-SIMULATION_LEFT: set[str] = set()
+# --- the roles never know they are simulated (issue 35) -------------------------------------------
+# The simulator lives in lab/sim, which lab/run/cluster.py builds when the run is simulated; a role
+# module (the NameServer, the broker, the clients, their remoting) reads as RocketMQ's. Each rule
+# below lists what still breaks it, each entry with who is taking it away: an entry that no longer
+# offends fails its rule until it is taken off, so the lists only shrink. None may grow.
+ROLE_PACKAGES = ("nameserver", "lab/broker", "lab/clients", "lab/remoting")
+SECTION = '"Simulation-only code inside role modules"'
 
 
-def test_nameserver_has_no_simulation_only_code_but_what_is_listed_as_left():
-    found = {str(path.relative_to(ROOT)) for path in (ROOT / "nameserver").rglob("*.py")
-             if any(word in path.read_text().lower() for word in SIMULATION_WORDS)}
-    assert found - SIMULATION_LEFT == set(), "simulation-only code in a NameServer module: it belongs in lab/sim"
-    assert SIMULATION_LEFT - found == set(), "gone from there: take it off SIMULATION_LEFT"
+def role_files() -> dict[str, str]:
+    return {str(path.relative_to(ROOT)): path.read_text() for package in ROLE_PACKAGES
+            for path in sorted((ROOT / package).rglob("*.py"))}
+
+
+def _in_a_role(module: str) -> bool:
+    return any(_in(module, package.replace("/", ".")) for package in ROLE_PACKAGES)
+
+
+def check_listed(found: dict[str, set[str]], listed: dict[str, set[str]], what: str) -> None:
+    """`found` (file -> offences) against the allowed `listed`: nothing beyond it, nothing it
+    lists that is gone."""
+    beyond = {f: sorted(o - listed.get(f, set())) for f, o in found.items() if o - listed.get(f, set())}
+    assert beyond == {}, f"{what}: it belongs in lab/sim (docs/rocketmq-map.md, {SECTION})"
+    gone = {f: sorted(o - found.get(f, set())) for f, o in listed.items() if o - found.get(f, set())}
+    assert gone == {}, f"gone from there: take it off the list ({what})"
+
+
+# Imports of the simulator's package.
+SIM_IMPORTS_LEFT: dict[str, set[str]] = {
+    # the broker's held pulls: lab/sim/broker.py takes them over (the broker's pull path, issue 35)
+    "lab.broker.server": {"lab.sim.broker"},
+}
+
+
+def role_imports_of_the_simulator() -> dict[str, set[str]]:
+    return {name: {d for d in deps if _in(d, "lab.sim")} for name, deps in graph().items()
+            if _in_a_role(name) and any(_in(d, "lab.sim") for d in deps)}
+
+
+def test_no_role_module_imports_the_simulator_but_what_is_listed_as_left():
+    check_listed(role_imports_of_the_simulator(), SIM_IMPORTS_LEFT, "a role imports lab.sim")
+
+
+# Peeking at what a stream happens to offer (getattr/hasattr on a stream, or on anything's
+# .stream) to learn it is simulated: whoever builds a role on the simulated network says so instead.
+STREAM_PEEK = re.compile(r"\b(getattr|hasattr)\(\s*([\w.]*\bstream)\s*,\s*(['\"])(\w+)\3")
+# A socket stream's peer address is a description every TCP stream gives, not a simulation test.
+STREAM_PEEKS_DESCRIBING = {"nameserver/connection.py": {"getattr(stream, socket)"}}
+STREAM_PEEKS_LEFT: dict[str, set[str]] = {
+    # Connection's fallbacks for builders that do not say yet whether the stream carries objects,
+    # or who the peer is: RemotingClient (nameserver/client.py, built by lab/sim/remoting.py) and
+    # the broker's ClientChannel (lab/broker/server.py, lab/sim/broker.py) are to pass
+    # objects=/remote_addr=, as lab/sim/nameserver.py does
+    "nameserver/connection.py": {"getattr(stream, carries_objects)", "getattr(stream, remote_addr)"},
+    # RemotingClient's timers from the stream's clock: being removed from nameserver/client.py
+    "nameserver/client.py": {"getattr(stream, call_at)"},
+}
+
+
+def stream_peeks(text: str) -> set[str]:
+    return {f"{m.group(1)}({m.group(2)}, {m.group(4)})" for m in STREAM_PEEK.finditer(text)}
+
+
+def test_the_stream_peek_pattern_finds_what_it_is_for():
+    assert stream_peeks('self._call_at = getattr(stream, "call_at", None)') == {"getattr(stream, call_at)"}
+    assert stream_peeks("if hasattr(stream, 'renew_peer_call'):") == {"hasattr(stream, renew_peer_call)"}
+    assert stream_peeks('getattr(channel.stream, "delivers_everything", None)') == \
+        {"getattr(channel.stream, delivers_everything)"}
+    assert stream_peeks('getattr(self, "stream_limit")') == set()
+
+
+def test_no_role_module_peeks_at_a_stream_but_what_is_listed_as_left():
+    found = {}
+    for name, text in role_files().items():
+        peeks = stream_peeks(text) - STREAM_PEEKS_DESCRIBING.get(name, set())
+        if peeks:
+            found[name] = peeks
+    check_listed(found, STREAM_PEEKS_LEFT, "a role peeks at its stream")
+    for name, peeks in STREAM_PEEKS_DESCRIBING.items():
+        assert peeks <= stream_peeks((ROOT / name).read_text()), f"gone from {name}: take it off"
+
+
+# The simulator's words: its aggregation of idle traffic ("coasting") and its hooks on a simulated
+# stream.
+SIMULATION_WORDS = ("coast", "renew_peer_call", "call_renewer", "query_coaster", "watch_peer")
+SIMULATION_WORDS_LEFT: dict[str, set[str]] = {
+    # the broker's held pulls and what they count: moving to lab/sim/broker.py (issue 35)
+    "lab/broker/held_replies.py": {"coast"},
+    "lab/broker/long_polling.py": {"coast"},
+    "lab/broker/server.py": {"coast"},
+    "lab/broker/stats.py": {"coast"},
+    # the member-list watch coasting rebalances used: declared queries instead (lab/sim/clients.py)
+    "lab/broker/consumer_manager.py": {"coast"},
+}
+
+
+def test_no_role_module_speaks_of_the_simulator_but_what_is_listed_as_left():
+    found = {}
+    for name, text in role_files().items():
+        words = {word for word in SIMULATION_WORDS if word in text.lower()}
+        if words:
+            found[name] = words
+    check_listed(found, SIMULATION_WORDS_LEFT, "simulation-only code in a role module")
+
+
+# A run on sockets imports nothing of the simulator: the lab builds the simulator's classes only
+# for a simulated run. Who imports it today in a run on sockets (the importing file):
+SIM_IMPORTERS_ON_SOCKETS_LEFT = {
+    # its top-level imports of the simulator's class choosers (name_server, broker_class,
+    # client_instance_class, consumer_class): to be imported only when the run is simulated
+    "lab/run/cluster.py",
+    # the broker's held pulls: lab/sim/broker.py takes them over (SIM_IMPORTS_LEFT)
+    "lab/broker/server.py",
+}
+
+_WATCH_SIM_IMPORTS = """
+import importlib.abc, sys, traceback
+from pathlib import Path
+ROOT = Path(sys.argv[1])
+
+class Watch(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name == "lab.sim" or name.startswith("lab.sim."):
+            for frame in reversed(traceback.extract_stack()[:-1]):
+                where = Path(frame.filename)
+                if ROOT in where.parents and ROOT / "lab" / "sim" not in where.parents:
+                    print("SIM-IMPORTER", where.relative_to(ROOT), flush=True)
+                    break
+        return None
+
+sys.meta_path.insert(0, Watch())
+from lab.cli import entry
+sys.argv = ["nslab", *sys.argv[2:]]
+sys.exit(entry())
+"""
+
+
+def test_a_run_on_sockets_imports_nothing_of_the_simulator_but_what_is_listed_as_left(tmp_path):
+    result = subprocess.run([sys.executable, "-c", _WATCH_SIM_IMPORTS, str(ROOT), "up", "--headless",
+                             "--duration", "1s", "--events", str(tmp_path / "events")],
+                            capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "mode=sockets" in result.stdout
+    importers = {line.split(" ", 1)[1] for line in result.stdout.splitlines() if line.startswith("SIM-IMPORTER ")}
+    assert importers - SIM_IMPORTERS_ON_SOCKETS_LEFT == set(), "a run on sockets imports lab.sim"
+    assert SIM_IMPORTERS_ON_SOCKETS_LEFT - importers == set(), "gone from there: take it off the list"
