@@ -23,8 +23,11 @@ GRACE = 5.0  # s for what a test stopped to finish exiting (a browser's helpers,
 
 @pytest.fixture(scope="session", autouse=True)
 def no_run_folder_left_behind(tmp_path_factory):
+    # Under pytest-xdist each worker is a session of its own, with a folder of its own: the labs
+    # two workers start at once find their runtime folders ($TMPDIR/nslab-<uid>) apart. Without
+    # XDG_RUNTIME_DIR, so that the runtime folder is that one and not the user's own.
     temp = tmp_path_factory.mktemp("tmpdir")
-    saved = os.environ.get("TMPDIR"), tempfile.tempdir
+    saved = os.environ.get("TMPDIR"), tempfile.tempdir, os.environ.pop("XDG_RUNTIME_DIR", None)
     os.environ["TMPDIR"], tempfile.tempdir = str(temp), str(temp)
     yield
     if saved[0] is None:
@@ -32,6 +35,8 @@ def no_run_folder_left_behind(tmp_path_factory):
     else:
         os.environ["TMPDIR"] = saved[0]
     tempfile.tempdir = saved[1]
+    if saved[2] is not None:
+        os.environ["XDG_RUNTIME_DIR"] = saved[2]
     left = sorted(p.name for p in temp.glob("nslab-*-*"))  # nslab-SEED-xxxx (nslab-UID holds live control)
     assert left == [], f"runs left their folders behind: {left}"
 
@@ -94,10 +99,39 @@ def scheduler_seed(nodeid: str) -> tuple[int, int]:
     return base, zlib.crc32(f"{base}:{nodeid}".encode())
 
 
+def plain_nodeid(item: pytest.Item) -> str:
+    """The test's id as a run without workers names it. `pytest -n N --dist loadgroup` (make test)
+    appends "@<group>" to the id of a test in an xdist_group; its scheduling seed and its replay
+    command must not change with that."""
+    groups = sorted({str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
+                     for mark in item.iter_markers("xdist_group")})
+    suffix = "@" + "_".join(groups)
+    return item.nodeid.removesuffix(suffix) if groups else item.nodeid
+
+
+# --- workers (make test: pytest -n N --dist loadgroup) ---------------------------------------------
+# pytest-xdist hands tests out one by one, and a worker runs the session's and a module's fixtures
+# again for the tests it is given. Tests that share a costly fixture are kept on one worker: those on
+# the Spark session (a JVM each time), and a module's tests that share a module-scoped fixture (labs
+# and runs started once for them).
+
+def worker_group(item: pytest.Item) -> str | None:
+    names = getattr(item, "fixturenames", ())
+    if "spark" in names:
+        return "spark"
+    definitions = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
+    if any(definitions.get(name) and definitions[name][-1].scope == "module" for name in names):
+        return item.nodeid.split("::", 1)[0]
+    return None
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the xdist_group marks
 def pytest_collection_modifyitems(items):
     for item in items:
         if "autojump_clock" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.simulated)
+        if not any(item.iter_markers("xdist_group")) and (group := worker_group(item)):
+            item.add_marker(pytest.mark.xdist_group(group))
 
 
 def pytest_configure(config):
@@ -106,7 +140,7 @@ def pytest_configure(config):
 
 @pytest.fixture(autouse=True)
 def seeded_scheduling(request):
-    base, seed = scheduler_seed(request.node.nodeid)
+    base, seed = scheduler_seed(plain_nodeid(request.node))
     request.node.stash[SCHEDULER_SEED] = base
     deterministic_scheduling(seed)
 
@@ -120,5 +154,5 @@ def pytest_runtest_makereport(item, call):
     if report.failed and SCHEDULER_SEED in item.stash:
         base = item.stash[SCHEDULER_SEED]
         report.sections.append(("trio scheduling", f"seeded with NSLAB_TEST_SEED={base}; replay: "
-                                f"NSLAB_TEST_SEED={base} .venv/bin/python -m pytest '{item.nodeid}'"))
+                                f"NSLAB_TEST_SEED={base} .venv/bin/python -m pytest '{plain_nodeid(item)}'"))
     return report
