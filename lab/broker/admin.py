@@ -19,7 +19,7 @@ and the request headers are lab/broker/server.py's.
 | 307  | GET_CONSUMER_RUNNING_INFO    | the consumer's own reply, forwarded (ConsumerRunningInfo)   |
 | 315  | VIEW_BROKER_STATS_DATA       | BrokerStatsData: statsMinute / statsHour / statsDay {sum, tps, avgpt} |
 | 328  | GET_ALL_PRODUCER_INFO        | ProducerTableInfo: {"data": {group: [ProducerInfo]}}        |
-| 305  | GET_SYSTEM_TOPIC_LIST_FROM_BROKER | TopicList: the system topics, the cluster and broker names |
+| 305  | GET_SYSTEM_TOPIC_LIST_FROM_BROKER | TopicList: the system topics, the names the broker added   |
 
 Maps are written in the order Java's HashMap iterates them (java_maps.hash_order), MessageQueue keys
 as JSON objects, as a 4.9.8 broker writes them.
@@ -41,7 +41,7 @@ from .consumer_manager import ClientChannelInfo, ConsumerGroupInfo, ConsumerMana
 from .java_maps import hash_map, hash_order, message_queue_hash
 from .stats import BrokerStats
 from .store import MessageStore
-from .topic_config import AUTO_CREATE_TOPIC_KEY_TOPIC
+from .topic_config import AUTO_CREATE_TOPIC_KEY_TOPIC, REPLY_TOPIC_POSTFIX
 
 # RequestCode (4.9.8) of the admin requests served here.
 UPDATE_AND_CREATE_TOPIC = 17
@@ -89,16 +89,24 @@ PUT_TIME_BUCKETS = ("[<=0ms]", "[0~10ms]", "[10~50ms]", "[50~100ms]", "[100~200m
 
 # --- UPDATE_AND_CREATE_TOPIC (17) ---------------------------------------------------------------------
 
+def added_system_topics(reserved: Iterable[str]) -> list[str]:
+    """The names a 4.9.8 broker adds to TopicValidator's system topics as it starts, in its order:
+    `reserved` is its cluster and broker names (then its trace topic's, with traceTopicEnable), and
+    TopicConfigManager always adds the cluster's reply topic, `<cluster>_REPLY_TOPIC`, last."""
+    names = list(reserved)
+    return [*names, f"{names[0]}_{REPLY_TOPIC_POSTFIX}"] if names else names
+
+
 def check_topic(topic: str | None, reserved: Iterable[str]) -> str | None:
     """TopicValidator.validateTopic + isSystemTopic: the SYSTEM_ERROR remark, or None if `topic`
-    may be created. `reserved`: the cluster and broker names, which 4.9.8 adds to the system topics."""
+    may be created. `reserved`: as for added_system_topics."""
     if topic is None or not topic.strip():
         return "The specified topic is blank."
     if not VALID_TOPIC.match(topic):
         return "The specified topic contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"
     if len(topic) > TOPIC_MAX_LENGTH:
         return "The specified topic is longer than topic max length."
-    if topic in SYSTEM_TOPICS or topic in set(reserved) or topic.startswith(SYSTEM_TOPIC_PREFIX):
+    if topic in SYSTEM_TOPICS or topic in added_system_topics(reserved) or topic.startswith(SYSTEM_TOPIC_PREFIX):
         return f"The topic[{topic}] is conflict with system topic."
     return None
 
@@ -385,9 +393,9 @@ def all_topic_config(table: Mapping[str, TopicConfig], version: DataVersion) -> 
 
 def system_topic_list(reserved: Iterable[str]) -> Bean:
     """GET_SYSTEM_TOPIC_LIST_FROM_BROKER (305): TopicList of TopicValidator's system topic set (a
-    HashSet), which a broker extends with its cluster and broker names at start. mqadmin's
-    exportMetadata and exportMetrics leave these out of the topic table 21 answers."""
-    return Bean(topicList=hash_order([*SYSTEM_TOPIC_ORDER, *reserved]))
+    HashSet), which a broker extends at start (added_system_topics). mqadmin's exportMetadata and
+    exportMetrics leave these out of the topic table 21 answers."""
+    return Bean(topicList=hash_order([*SYSTEM_TOPIC_ORDER, *added_system_topics(reserved)]))
 
 
 # --- UPDATE_BROKER_CONFIG (25) --------------------------------------------------------------------------

@@ -37,7 +37,7 @@ from nameserver.protocol import RemotingCommand, ResponseCode, fastjson
 from nameserver.routes import DataVersion
 from lab.remoting.epoch import epoch_ms
 
-from . import admin, broker_config_keys, query_message
+from . import admin, broker_config_keys, query_message, topic_config
 from lab.remoting.message import decode_messages
 from nameserver.java_order import string_hash
 from nameserver.protocol.fastjson import Bean
@@ -115,6 +115,25 @@ class AdminProcessor:
             self.apply_config(saved)
             if isinstance(saved.get("brokerPermission"), int):
                 broker.broker_permission = saved["brokerPermission"]
+        self.reserved_topics = self._add_system_topics()
+
+    def _add_system_topics(self) -> tuple[str, ...]:
+        """TopicConfigManager's constructor (4.9.8): the system topics, from the config read at start
+        (broker.properties included), in the table before the broker's first registration, so every
+        NameServer routes them. The names the broker adds to TopicValidator's system topics: its
+        cluster and broker names, and its trace topic's with traceTopicEnable (see check_topic)."""
+        broker = self.broker
+        config = self.broker_config()
+        trace = bool(config["traceTopicEnable"])
+        trace_topic = str(config["msgTraceTopicName"])
+        broker.topic_config_manager.add_system_topics(topic_config.system_topics(
+            broker.cluster_name, broker.broker_name,
+            auto_create_topic_enable=broker.topic_config_manager.auto_create_topic_enable,
+            default_topic_queue_nums=int(config["defaultTopicQueueNums"]),
+            cluster_topic_enable=bool(config["clusterTopicEnable"]),
+            broker_topic_enable=bool(config["brokerTopicEnable"]),
+            trace_topic_enable=trace, msg_trace_topic_name=trace_topic))
+        return (broker.cluster_name, broker.broker_name, *((trace_topic,) if trace else ()))
 
     def _save_groups(self) -> None:
         self.broker.store.save_config(SUBSCRIPTION_GROUP_FILE, self.subscription_group_manager.file_content())
@@ -132,7 +151,7 @@ class AdminProcessor:
             admin.VIEW_BROKER_STATS_DATA: self.view_broker_stats_data,
             admin.GET_ALL_PRODUCER_INFO: self.get_all_producer_info,
             admin.GET_SYSTEM_TOPIC_LIST_FROM_BROKER: lambda req, channel: self._body(
-                req, admin.system_topic_list((self.broker.cluster_name, self.broker.broker_name))),
+                req, admin.system_topic_list(self.reserved_topics)),
             query_message.QUERY_MESSAGE: lambda req, channel: query_message.query_message(req, self.broker.store),
             query_message.VIEW_MESSAGE_BY_ID: lambda req, channel: query_message.view_message_by_id(
                 req, self.broker.store),
@@ -176,7 +195,7 @@ class AdminProcessor:
             return refused
         topic = req.require("topic")
         broker = self.broker
-        remark = admin.check_topic(topic, (broker.cluster_name, broker.broker_name))
+        remark = admin.check_topic(topic, self.reserved_topics)
         if remark is not None:
             return req.response(ResponseCode.SYSTEM_ERROR, remark)
         if broker.topic_config_manager.delete_topic_config(topic, broker.node.now_ms()) is not None:

@@ -13,9 +13,46 @@ AUTO_CREATE_TOPIC_KEY_TOPIC = "TBW102"
 RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
 PERM_RW = PERM_READ | PERM_WRITE
 
+# TopicValidator's names, and the queue counts TopicConfigManager gives their topics.
+RMQ_SYS_SELF_TEST_TOPIC = "SELF_TEST_TOPIC"
+RMQ_SYS_BENCHMARK_TOPIC = "BenchmarkTest"
+RMQ_SYS_OFFSET_MOVED_EVENT = "OFFSET_MOVED_EVENT"
+RMQ_SYS_SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
+RMQ_SYS_TRACE_TOPIC = "RMQ_SYS_TRACE_TOPIC"  # BrokerConfig.msgTraceTopicName's default
+REPLY_TOPIC_POSTFIX = "REPLY_TOPIC"  # MixAll: <cluster>_REPLY_TOPIC carries request-reply replies
+SCHEDULE_TOPIC_QUEUE_NUM = 18  # one queue per delay level
+BENCHMARK_QUEUE_NUM = 1024
+TOPIC_CONFIG_DEFAULT_QUEUE_NUMS = 16  # TopicConfig's defaultReadQueueNums / defaultWriteQueueNums
+
 
 def retry_topic(group: str) -> str:
     return RETRY_GROUP_TOPIC_PREFIX + group
+
+
+def system_topics(cluster_name: str, broker_name: str, *, auto_create_topic_enable: bool,
+                  default_topic_queue_nums: int, cluster_topic_enable: bool, broker_topic_enable: bool,
+                  trace_topic_enable: bool, msg_trace_topic_name: str) -> dict[str, TopicConfig]:
+    """The topics 4.9.8's TopicConfigManager constructor puts in a new broker's table, in its order,
+    each with its queues and permission; the broker config's keys decide which and how. The
+    cluster-name topic (16 queues, TopicConfig's default) and the broker-name topic (1 queue) are
+    inherit-only unless clusterTopicEnable / brokerTopicEnable make them read-write too."""
+    topics: dict[str, TopicConfig] = {}
+
+    def put(name: str, queues: int = TOPIC_CONFIG_DEFAULT_QUEUE_NUMS, perm: int = PERM_RW) -> None:
+        topics[name] = TopicConfig(name, queues, queues, perm)
+
+    put(RMQ_SYS_SELF_TEST_TOPIC, 1)
+    if auto_create_topic_enable:
+        put(AUTO_CREATE_TOPIC_KEY_TOPIC, default_topic_queue_nums, PERM_RW | PERM_INHERIT)
+    put(RMQ_SYS_BENCHMARK_TOPIC, BENCHMARK_QUEUE_NUM)
+    put(cluster_name, perm=PERM_INHERIT | (PERM_RW if cluster_topic_enable else 0))
+    put(broker_name, 1, PERM_INHERIT | (PERM_RW if broker_topic_enable else 0))
+    put(RMQ_SYS_OFFSET_MOVED_EVENT, 1)
+    put(RMQ_SYS_SCHEDULE_TOPIC, SCHEDULE_TOPIC_QUEUE_NUM)
+    if trace_topic_enable:
+        put(msg_trace_topic_name, 1)
+    put(f"{cluster_name}_{REPLY_TOPIC_POSTFIX}", 1)
+    return topics
 
 
 class TopicConfigManager:
@@ -30,6 +67,12 @@ class TopicConfigManager:
                 AUTO_CREATE_TOPIC_KEY_TOPIC, default_topic_queue_nums, default_topic_queue_nums,
                 PERM_RW | PERM_INHERIT)
         self.data_version = DataVersion(now_ms, 0)
+
+    def add_system_topics(self, topics: dict[str, TopicConfig]) -> None:
+        """The constructor's system topics (`system_topics`), under the same DataVersion: a topic
+        the table already holds keeps its config, as topics.json's, loaded after them, wins."""
+        for name, config in topics.items():
+            self.topic_config_table.setdefault(name, config)
 
     def select(self, topic: str) -> TopicConfig | None:
         return self.topic_config_table.get(topic)

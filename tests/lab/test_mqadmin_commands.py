@@ -340,7 +340,8 @@ async def test_export_metadata_and_metrics_get_the_system_topic_list_to_leave_ou
     topics = json.loads(reply.body)["topicList"]
     assert set(topics) == {"TBW102", "SCHEDULE_TOPIC_XXXX", "BenchmarkTest", "RMQ_SYS_TRANS_HALF_TOPIC",
                            "RMQ_SYS_TRACE_TOPIC", "RMQ_SYS_TRANS_OP_HALF_TOPIC", "TRANS_CHECK_MAX_TIME_TOPIC",
-                           "SELF_TEST_TOPIC", "OFFSET_MOVED_EVENT", "DefaultCluster", "broker-a"}
+                           "SELF_TEST_TOPIC", "OFFSET_MOVED_EVENT", "DefaultCluster", "broker-a",
+                           "DefaultCluster_REPLY_TOPIC"}
 
 
 # --- exportConfigs: 106 to a NameServer, then 26 to each master -------------------------------------------
