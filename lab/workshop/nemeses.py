@@ -19,10 +19,15 @@ def expiry_scan(seed: int) -> dict:
     kept = rng.choice([b for b in BROKERS if b != frozen])
     at = rng.randint(35, 90)
     expiry = 120 if seed % 2 else (60, 90)[seed // 2 % 2]
-    # the frozen broker's last registration may be 30 s before the freeze: kept until then, at least
+    # A second broker freezes a few seconds later: brokers register in step, so both fall silent
+    # past the expiry by the same scan, and a scan that takes one per call keeps the other too long.
+    second = rng.choice([b for b in BROKERS if b not in (frozen, kept)])
+    second_at = at + rng.randint(0, 5)
+    # a frozen broker's last registration may be 30 s before its freeze: kept until then, at least
     return {"frozen": frozen, "kept": kept, "at": f"{at}s", "expiry": f"{expiry}s",
             "listed_end": f"{at + expiry - 35}s", "within": f"{expiry + 15}s",
-            "summary": f"{frozen} frozen at t={at}s, expiry {expiry} s"}
+            "second": second, "second_at": f"{second_at}s",
+            "summary": f"{frozen} frozen at t={at}s and {second} at t={second_at}s, expiry {expiry} s"}
 
 
 def broker_crash(seed: int) -> dict:
