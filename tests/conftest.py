@@ -109,15 +109,18 @@ def plain_nodeid(item: pytest.Item) -> str:
     return item.nodeid.removesuffix(suffix) if groups else item.nodeid
 
 
-# --- workers (make test: pytest -n N --dist loadgroup) ---------------------------------------------
+# --- workers (pytest -n N --dist loadgroup) -------------------------------------------------------
 # pytest-xdist hands tests out one by one, and a worker runs the session's and a module's fixtures
-# again for the tests it is given. Tests that share a costly fixture are kept on one worker: those on
-# the Spark session (a JVM each time), and a module's tests that share a module-scoped fixture (labs
-# and runs started once for them).
+# again for the tests it is given. Kept on one worker: every test of tests/pipeline, as each starts
+# Spark (the session's JVM, `nslab sweep` and `nslab report`'s own, a standalone cluster's master and
+# worker): two workers' JVMs at once on two cores slowed a cluster test past its timeout. And a
+# module's tests that share a module-scoped fixture (labs and runs started once for them).
+PIPELINE = Path(__file__).parent / "pipeline"
+
 
 def worker_group(item: pytest.Item) -> str | None:
     names = getattr(item, "fixturenames", ())
-    if "spark" in names:
+    if "spark" in names or PIPELINE in Path(item.path).parents:
         return "spark"
     definitions = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
     if any(definitions.get(name) and definitions[name][-1].scope == "module" for name in names):
