@@ -192,6 +192,7 @@ class Consumer:
         self._persisted_by: tuple[int, dict[str, object]] | None = None
         self.consumed = 0
         self._kept: dict[str, tuple] = {}  # topic -> (mq_set, members) keeps_queues found kept
+        self.rebalances = 0  # rounds begun: a round's random picks are drawn by it (consumer_list_broker)
         # From the start of shutdown: a reply that lands while it persists and leaves the group
         # (an offset query, a member list) gives it no queue, as RocketMQ's stopped consume service.
         self.stopping = False
@@ -271,6 +272,7 @@ class Consumer:
         2,000 topics wake this task once. It steps in for a topic that must wait (a route refresh,
         a connect) or that takes queues away (their offsets are persisted first)."""
         topics, at = self.topics, 0
+        self.rebalances += 1
         while at < len(topics) and not self.stopping:
             at, stopped_at = await self._rebalance_by_callbacks(topics, at)
             if at < len(topics):
@@ -286,7 +288,8 @@ class Consumer:
             mq_set, _, cid_all = begun[:3]
         else:
             mq_set = begun[0] if begun else self.topic_subscribe_info_table.get(topic)
-            cid_all = await self.instance.find_consumer_id_list(topic, self.consumer_group, *begun[1:])
+            cid_all = await self.instance.find_consumer_id_list(topic, self.consumer_group, self._round_key(),
+                                                                *begun[1:])
         if not mq_set or not cid_all:
             return
         allocated = allocate_averagely(self.instance.client_id, mq_set, cid_all)
@@ -309,7 +312,7 @@ class Consumer:
                 return
             topic = topics[round_.at]
             mq_set = self.topic_subscribe_info_table.get(topic)
-            addr = self.instance.consumer_list_broker(topic)
+            addr = self.consumer_list_broker(topic)
             if addr is None or not self.instance.find_consumer_id_list_async(
                     addr, self.consumer_group, functools.partial(on_answer, mq_set, addr)):
                 round_.stop((mq_set, addr))
@@ -350,6 +353,14 @@ class Consumer:
         member list, each answer (`on_answer(mq_set, addr, cid_all)`) the next. An overridable
         point: a subclass may begin the run otherwise, as long as it goes on through these two."""
         ask_next()
+
+    def consumer_list_broker(self, topic: str) -> str | None:
+        """The broker this round asks for the topic's member list (MQClientInstance.consumer_list_broker):
+        asked again within the round, the same one while the route stays as it is."""
+        return self.instance.consumer_list_broker(topic, self._round_key())
+
+    def _round_key(self) -> str:
+        return f"{self.consumer_group}:{self.rebalances}"
 
     def keeps_queues(self, topic: str, mq_set: list[MessageQueue], cid_all: tuple[str, ...]) -> bool:
         """Whether the topic's allocation over these members is the queues this consumer pulls.

@@ -32,7 +32,7 @@ from nameserver.routes import MASTER_ID, TopicRouteData
 from .api import MQClientAPI
 from .errors import MQBrokerError, MQClientError, NoRouteInfoError, code_name
 from .namesrv import NamesrvSelector, namesrv_source
-from .route_cache import FindBrokerResult, MessageQueue, RouteCache, RoutePoll, unremarkable_fetch
+from .route_cache import FindBrokerResult, KeyedDraws, MessageQueue, RouteCache, RoutePoll, unremarkable_fetch
 from .running_info import encode
 from .topaddr import fetch_namesrv_addr
 
@@ -84,6 +84,7 @@ class MQClientInstance:
         self._fetched_from: dict[str, tuple] = {}
         self._heartbeat: tuple[tuple, bytes] | None = None  # (the members, their HEART_BEAT body)
         self._rebalance_wakeup = trio.Event()
+        self._broker_picks = node.seed_for("consumer_list_broker")  # see consumer_list_broker
         self._services: trio.CancelScope | None = None
 
     # --- life cycle -------------------------------------------------------------------------------
@@ -306,9 +307,11 @@ class MQClientInstance:
             except ClientFailure as e:
                 log.info("%s: unregister at %s failed: %s", self.client_id, addr, e)
 
-    def consumer_list_broker(self, topic: str) -> str | None:
-        """Which broker of the topic a findConsumerIdList asks: one at random (see RouteCache)."""
-        return self.route_cache.find_broker_addr_by_topic(topic, self.node.rng)
+    def consumer_list_broker(self, topic: str, key: object) -> str | None:
+        """Which broker of the topic a findConsumerIdList asks: one at random (see RouteCache),
+        drawn by `key` (the asker's round, say), so the same key picks the same broker while the
+        route stays as it is: a pick moves no generator on."""
+        return self.route_cache.find_broker_addr_by_topic(topic, KeyedDraws(f"{self._broker_picks}:{key}:{topic}"))
 
     def find_consumer_id_list_async(self, addr: str, group: str, on_result) -> bool:
         """find_consumer_id_list's call to `addr` (consumer_list_broker's pick) by callback:
@@ -332,16 +335,17 @@ class MQClientInstance:
             on_result(result)
         return on_reply
 
-    async def find_consumer_id_list(self, topic: str, group: str, *picked: str | None) -> list[str] | None:
+    async def find_consumer_id_list(self, topic: str, group: str, key: object,
+                                    *picked: str | None) -> list[str] | None:
         """The group's members as one broker of the topic sees them; None when none answers.
-        `picked`: consumer_list_broker's pick (None too), when it was made already."""
-        addr = picked[0] if picked else self.consumer_list_broker(topic)
+        `key`: consumer_list_broker's; `picked`: its pick (None too), when it was made already."""
+        addr = picked[0] if picked else self.consumer_list_broker(topic, key)
         if addr is None:
             try:
                 await self.update_topic_route_info_from_name_server(topic)
             except NoRouteInfoError:
                 return None
-            addr = self.consumer_list_broker(topic)
+            addr = self.consumer_list_broker(topic, key)
         if addr is None:
             return None
         try:

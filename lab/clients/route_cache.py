@@ -9,6 +9,7 @@ running client working while every NameServer is down.
 from __future__ import annotations
 
 import random
+import zlib
 from typing import NamedTuple
 
 from nameserver.protocol.codes import PERM_READ, PERM_WRITE
@@ -79,6 +80,21 @@ def subscribe_queues(topic: str, route: TopicRouteData) -> list[MessageQueue]:
 
 
 POSITIVE_MASK = 0x7FFFFFFF
+
+
+class KeyedDraws:
+    """random.Random's `choice` as a function of a key: the same key makes the same choices, one
+    after another. A pick drawn this way is a question without side effects — asked twice, it
+    answers the same — where a shared generator's draw would move every later draw on."""
+
+    __slots__ = ("key", "drawn")
+
+    def __init__(self, key: str):
+        self.key, self.drawn = key, 0
+
+    def choice(self, items):
+        self.drawn += 1
+        return items[zlib.crc32(f"{self.key}:{self.drawn}".encode()) % len(items)]
 
 
 class ThreadLocalIndex:
@@ -213,7 +229,7 @@ class RouteCache:
         first = min(addrs)
         return FindBrokerResult(addrs[first], first != MASTER_ID)
 
-    def find_broker_addr_by_topic(self, topic: str, rng: random.Random) -> str | None:
+    def find_broker_addr_by_topic(self, topic: str, rng: random.Random | KeyedDraws) -> str | None:
         """A random broker of the topic's route, its master if it has one (GET_CONSUMER_LIST_BY_GROUP)."""
         route = self.topic_route_table.get(topic)
         if route is None or not route.broker_datas:

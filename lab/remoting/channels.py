@@ -56,6 +56,15 @@ class Node:
         self._failed = trio.Event()
         self.pause = Pause(on_error=self.fail)
         self.schedule = Schedule(self.phase, self.pause.sleep_until)
+        # Draws of their own purposes come from seeds of their own (seed_for), so that no draw
+        # moves another purpose's on: derived from the generator's first state, which it keeps.
+        first = random.Random()
+        first.setstate(self.rng.getstate())
+        self._seed = first.getrandbits(64)
+
+    def seed_for(self, purpose: str) -> str:
+        """A seed for `purpose`'s own draws: the same for the same node seed and purpose."""
+        return f"{self._seed}:{purpose}"
 
     def now_ms(self) -> int:
         """Epoch milliseconds: the wall clock in sockets mode, SIM_EPOCH_MS + virtual time in simulation."""

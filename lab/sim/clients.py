@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import functools
 import math
-import random
 from bisect import bisect_right
 from typing import TYPE_CHECKING, Callable
 
@@ -194,38 +193,37 @@ def coast_route_poll(instance: SimMQClientInstance, topics: list[str], poll: Rou
 class CoastingRebalance:
     """A consumer's rebalance round's remaining member-list calls, each to a broker of its topic
     picked at random, over connections that carry its pulls too (which do not end the coast: the
-    calls read a broker's member list and change nothing there). The random picks are the
-    consumer's generator's draws: made at the start to find the brokers, then made again, as the
-    real round would have made them by then, when the coast ends — so no other member of the
-    instance may draw from it meanwhile (the coast needs an instance of consumers only, with a
-    fixed NameServer list)."""
+    calls read a broker's member list and change nothing there). The picks are the consumer's
+    question `consumer_list_broker`, which draws by the round and the topic and moves no
+    generator on: asked here, it names the brokers the real calls would go to.
 
-    __slots__ = ("consumer", "topics", "round_", "on_answer", "resume", "rng_state", "calls", "broker_of",
-                 "sends", "arrivals", "replies", "done")
+    What ends the coast elsewhere — a member list changing on a broker, a link change, a connection
+    closing — is told to `wake`, which runs nothing of the client's there: it schedules the end
+    (`interrupt`) on the network's clock at that instant, run and error-reported as the client's.
+    The client's own changes (its queues, its round given up) end it at once."""
+
+    __slots__ = ("consumer", "topics", "round_", "on_answer", "resume", "calls", "broker_of",
+                 "sends", "arrivals", "replies", "done", "waking")
 
     def __init__(self, consumer: SimConsumer, topics: list[str], round_: CallbackRound, on_answer: Callable,
                  resume: Callable[[], None]) -> None:
         self.consumer, self.topics, self.round_ = consumer, topics, round_
         self.on_answer, self.resume = on_answer, resume  # the round's reply callback, and its next step
-        self.rng_state = None
         # per call: (mq_set, broker address, its RemotingClient, its simulated end, the answer's body)
         self.calls: list[tuple] = []
-        self.broker_of: dict[str, tuple] = {}  # address -> (the broker watched: its query_coaster, the end)
+        self.broker_of: dict[str, tuple] = {}  # address -> (what the broker lets it read, the end)
         self.sends = self.arrivals = self.replies = []
         self.done = False
+        self.waking = False  # an end scheduled by `wake`
 
     def start(self) -> bool:
-        consumer, instance = self.consumer, self.consumer.instance
-        rng, group = instance.node.rng, consumer.consumer_group
+        consumer = self.consumer
+        group = consumer.consumer_group
         serialize_type = client_api.consumer_list_query(group).serialize_type
-        self.rng_state = rng.getstate()
-        picker = random.Random()  # the scan draws the picks from a copy of the generator
-        picker.setstate(self.rng_state)
-        find_broker = instance.route_cache.find_broker_addr_by_topic  # consumer_list_broker's pick
         brokers: dict[str | None, tuple | None] = {}  # address -> what _watch found there
         for topic in self.topics:
             mq_set = consumer.topic_subscribe_info_table.get(topic)
-            addr = find_broker(topic, picker)
+            addr = consumer.consumer_list_broker(topic)
             if addr not in brokers:
                 brokers[addr] = self._watch(addr, group, serialize_type)
             broker = brokers[addr]
@@ -238,10 +236,6 @@ class CoastingRebalance:
         if not self.calls:
             self._let_go()
             return False
-        if len(self.calls) == len(self.topics):
-            rng.setstate(picker.getstate())  # every pick the real round makes by its end
-        else:
-            self._draw(len(self.calls))  # (the copy drew one more)
         self.sends, self.arrivals, self.replies = timeline(len(self.calls), self.calls[0][3].base_delay(),
                                                            trio.current_time())
         self.round_.on_give_up = self.interrupt
@@ -254,29 +248,23 @@ class CoastingRebalance:
         broker at `addr`, watched from now on; None when calls to it cannot coast."""
         client = self.consumer.instance.channels.open_channel(addr) if addr is not None else None
         stream = getattr(client, "connection", None) and client.connection.stream
-        broker = stream.watch_peer(self.interrupt) if hasattr(stream, "watch_peer") else None
+        broker = stream.watch_peer(self.wake) if hasattr(stream, "watch_peer") else None
         if broker is None:
             return None
         self.broker_of[addr] = (broker, stream)
-        broker.consumer_manager.watch_members(group, self.interrupt)
+        broker.consumer_manager.watch_members(group, self.wake)
         body = broker.consumer_list_body(group, serialize_type)
         if body is None:
             return None
         return client, stream, body, client_api.consumer_id_list_of(body, serialize_type)
-
-    def _draw(self, picks: int) -> None:
-        """The real round's picks of the first `picks` calls, from the consumer's generator."""
-        rng, find_broker = self.consumer.instance.node.rng, self.consumer.instance.route_cache.find_broker_addr_by_topic
-        for topic in self.topics[:picks]:
-            find_broker(topic, rng)
 
     def _let_go(self) -> None:
         self.done = True
         self.round_.on_give_up = None
         group = self.consumer.consumer_group
         for broker, stream in self.broker_of.values():
-            broker.consumer_manager.unwatch_members(group, self.interrupt)
-            stream.unwatch(self.interrupt)
+            broker.consumer_manager.unwatch_members(group, self.wake)
+            stream.unwatch(self.wake)
         self.consumer.coast = None
 
     def finish(self) -> None:
@@ -286,15 +274,25 @@ class CoastingRebalance:
         self.round_.at += len(self.calls)
         self.resume()
 
+    def wake(self) -> None:
+        """Something elsewhere could make the next calls go otherwise: the end, at this instant,
+        on the client's timeline."""
+        if not self.done and not self.waking:
+            self.waking = True
+            self.calls[0][3].call_at(trio.current_time(), self._woken)
+
+    def _woken(self) -> None:
+        try:
+            self.interrupt()
+        except Exception as error:  # the client's to report, as its own callbacks' errors are
+            self.consumer.node.fail(error)
+
     def interrupt(self) -> None:
         if self.done:
             return
         now = trio.current_time()
         answered = bisect_right(self.replies, now)
         self._let_go()
-        rng = self.consumer.instance.node.rng
-        rng.setstate(self.rng_state)
-        self._draw(bisect_right(self.sends, now))  # the picks the real round has made by now
         self.round_.at += answered
         if answered == len(self.calls):
             if not self.round_.given_up:
@@ -312,9 +310,8 @@ class CoastingRebalance:
 def coast_rebalance(consumer: SimConsumer, topics: list[str], round_: CallbackRound, on_answer: Callable,
                     resume: Callable[[], None]) -> bool:
     """Coast the rebalance round's topics from round_.at on, when it may (see the module's doc)."""
-    instance = consumer.instance
-    if not isinstance(instance, SimMQClientInstance) or instance.producers or instance.source.ws_addr:
-        return False  # their draws would interleave with the picks'
+    if not isinstance(consumer.instance, SimMQClientInstance):
+        return False
     return CoastingRebalance(consumer, topics[round_.at:], round_, on_answer, resume).start()
 
 

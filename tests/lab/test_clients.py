@@ -436,3 +436,23 @@ async def test_a_consumer_stopping_with_offset_queries_out_takes_no_queue(lab, a
 
 async def test_over_real_sockets_a_consumer_stopping_with_offset_queries_out_takes_no_queue(tcp, monkeypatch):
     await leave_while_offset_queries_are_out(ClientLab(tcp), monkeypatch)
+
+
+# --- the simulator reads the roles without moving them --------------------------------------------
+
+async def test_a_rebalance_rounds_picks_draw_nothing_from_the_nodes_generator(lab, autojump_clock):
+    """A consumer's broker picks come from a seed of their own, keyed by its round: asking them
+    (as the simulator does ahead of a coasting round) moves neither the node's generator nor them."""
+    await lab.start_cluster(masters=("broker-a", "broker-b", "broker-c"))
+    consumer = await lab.consumer("consumer-0")
+    state = consumer.node.rng.getstate()
+    picks = [consumer.consumer_list_broker(TOPIC) for _ in range(8)]
+    assert picks[0] is not None and picks == picks[:1] * 8
+    assert consumer.node.rng.getstate() == state
+    rounds = set()
+    for _ in range(30):  # a round of its own draws again
+        consumer.rebalances += 1
+        rounds.add(consumer.consumer_list_broker(TOPIC))
+    assert len(rounds) == 3
+    other = Node("consumer-0", lab.sim.network, lab.sim.events, consumer.node.config, random.Random("other"))
+    assert other.seed_for("x") != consumer.node.seed_for("x") != consumer.node.seed_for("y")

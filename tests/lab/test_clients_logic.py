@@ -10,7 +10,8 @@ from lab.clients.namesrv import (
     NamesrvSelector, addrs_from_address_server, namesrv_source, parse_namesrv_addr, ws_addr,
 )
 from lab.clients.rebalance import allocate_averagely
-from lab.clients.route_cache import MessageQueue, RouteCache, TopicPublishInfo, publish_queues, subscribe_queues
+from lab.clients.route_cache import (
+    KeyedDraws, MessageQueue, RouteCache, TopicPublishInfo, publish_queues, subscribe_queues)
 from lab.clients.selection import (
     MQFaultStrategy, ThreadLocalIndex, is_retryable, remaining_budget, select_one_message_queue,
 )
@@ -177,6 +178,19 @@ def test_consumer_list_is_asked_of_a_master_when_the_broker_has_one():
     rng = random.Random(0)
     assert {cache.find_broker_addr_by_topic(TOPIC, rng) for _ in range(20)} == {addr("broker-a"), addr("broker-b")}
     assert cache.find_broker_addr_by_topic("Other", rng) is None
+
+
+def test_a_keyed_pick_is_a_question_asked_again_with_the_same_answer():
+    # A rebalance round's picks are drawn by key (its round, the topic): the simulator may ask
+    # them ahead of the round's calls, and the round then picks the same brokers.
+    cache = RouteCache()
+    cache.update(TOPIC, route("broker-a", "broker-b", "broker-c"))
+    picks = [cache.find_broker_addr_by_topic(TOPIC, KeyedDraws(f"seed:group:{n}:{TOPIC}")) for n in range(60)]
+    assert picks == [cache.find_broker_addr_by_topic(TOPIC, KeyedDraws(f"seed:group:{n}:{TOPIC}"))
+                     for n in range(60)]
+    assert set(picks) == {addr("broker-a"), addr("broker-b"), addr("broker-c")}  # and random-looking
+    draws = KeyedDraws("k")
+    assert [draws.choice(range(1000)) for _ in range(3)] != [KeyedDraws("k").choice(range(1000))] * 3
 
 
 # --- producer queue choice and retries ----------------------------------------------------------------

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import bisect
 import collections
+import sys
 
 import msgpack
 import pytest
@@ -122,6 +123,17 @@ def test_once_a_request_fault_was_set_every_offset_is_resent(tmp_path, monkeypat
     assert rounds[("after a fault", True)] == 0, rounds
 
 
+def told_on_anothers_stack() -> bool:
+    """Whether a broker's member-list change or the network's word on a link or a close is on the
+    stack: what ends a coasting rebalance round elsewhere."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        if frame.f_code.co_name in ("_members_changed", "_tell_watchers", "_notify"):
+            return True
+        frame = frame.f_back
+    return False
+
+
 # A member leaving and coming back changes the member list each broker gives: a coasting rebalance
 # round must stop where the first answer would have told the change.
 CONSUMER_LEAVES = """
@@ -165,6 +177,8 @@ def test_rounds_coast_and_what_ends_a_coast_midway_leaves_every_record_as_it_was
             finish(self)
 
         def counting_interrupt(self, interrupt=coast.interrupt, kind=kind):
+            if not self.done and kind == "rebalance" and told_on_anothers_stack():
+                ends[kind, "run where another node told it"] += 1
             if not self.done:
                 now = trio.current_time()
                 under_way = bisect.bisect_right(self.replies, now)
@@ -176,6 +190,9 @@ def test_rounds_coast_and_what_ends_a_coast_midway_leaves_every_record_as_it_was
         monkeypatch.setattr(coast, "interrupt", counting_interrupt)
     coasting = _run(name, tmp_path / "coasting.log", *overrides, text=text)
     assert ends["route poll", "finished"] > 5 and all(ends[end] for end in ended_midway), ends
+    # A broker's member list changing, a link change, a close: the coast's end is scheduled on the
+    # client's own timeline, never run on the stack of the broker, the network or chaos that told it.
+    assert ends["rebalance", "run where another node told it"] == 0, ends
 
     monkeypatch.setattr(network._SimEnd, "coast_queries", lambda self, batch: None)
     monkeypatch.setattr(network._SimEnd, "watch_peer", lambda self, interrupt: None)
