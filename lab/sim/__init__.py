@@ -6,7 +6,10 @@ RocketMQ has none of this, and the roles do not need it: with NSLAB_AGGREGATE=0 
 network (chaos/network.py) declines every offer and each role runs its plain flow, call by call,
 and a run's event log is the same bytes (tests/lab/test_aggregation_off.py).
 
-    remoting    CoastingRemotingClient: a remoting client's side of renewed and coasting calls
+    remoting    CoastingRemotingClient: a remoting client's side of renewed and coasting calls;
+                SimChannelTable, a simulated client's channel table
+    clients     SimMQClientInstance, SimConsumer: coasting route polls and rebalance rounds
+                (CoastingRoutePoll, CoastingRebalance)
     broker      CoastingSuspendedPull: a broker's side of them; the member lists rebalance rounds read
     nameserver  CoastingNameServer: a NameServer's side of coasting route polls (RouteQueryCoaster)
 """
