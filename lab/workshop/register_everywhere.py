@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import trio
 import trio.testing
-from hypothesis import HealthCheck, Verbosity, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from lab.broker.outer_api import BrokerIdentity, RegisterBrokerResult as BrokerRegisterResult
@@ -28,6 +28,7 @@ from nameserver.client import RemotingError, RemotingTimeoutError
 from nameserver.protocol import RequestCode, ResponseCode, crc32
 from nameserver.routes import DataVersion, TopicConfig
 
+from . import generated
 from .override import ContractError
 from .warmups import needs
 
@@ -425,29 +426,27 @@ def check_unregistration(learner_cls, replies: dict) -> None:
        test_a_failing_nameserver_costs_only_itself, test_registers_with_all_at_once, test_the_result_is_a_success)
 def test_registrations_follow_4_9_8_with_any_replies(BrokerOuterAPI):
     """Hypothesis: 1-4 NameServers answering in any order, late, never, or with errors; shrunk."""
-    @settings(max_examples=60, deadline=None, derandomize=True, database=None, verbosity=Verbosity.quiet,
-              suppress_health_check=list(HealthCheck))
+    @generated.checks(max_examples=60)
     @given(st.lists(_reply, min_size=1, max_size=4), st.sampled_from((3.0, 6.0)), st.booleans())
     def registrations(replies, timeout, compressed):
         told = {f"ns-{i}": r for i, r in enumerate(replies)}
         try:
             check_registration(BrokerOuterAPI, told, timeout, compressed)
         except AssertionError as e:
-            raise AssertionError(f"{e}\n    the smallest case that shows it: {_told(told, timeout)}") from None
+            raise AssertionError(f"{e}\n    {generated.the_case('case')}: {_told(told, timeout)}") from None
     registrations()
 
 
 @needs(test_unregisters_from_each_in_turn)
 def test_unregistrations_follow_4_9_8_with_any_replies(BrokerOuterAPI):
-    @settings(max_examples=30, deadline=None, derandomize=True, database=None, verbosity=Verbosity.quiet,
-              suppress_health_check=list(HealthCheck))
+    @generated.checks(max_examples=30)
     @given(st.lists(_reply, min_size=1, max_size=4))
     def unregistrations(replies):
         told = {f"ns-{i}": r for i, r in enumerate(replies)}
         try:
             check_unregistration(BrokerOuterAPI, told)
         except AssertionError as e:
-            raise AssertionError(f"{e}\n    the smallest case that shows it: {_told(told, UNREGISTER_TIMEOUT)}") \
+            raise AssertionError(f"{e}\n    {generated.the_case('case')}: {_told(told, UNREGISTER_TIMEOUT)}") \
                 from None
     unregistrations()
 

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hypothesis import HealthCheck, Verbosity, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
+from . import generated
 from .interfaces import MASTER_ID, DataVersion, QueueData, RegisterBrokerResult, RemovedBroker, TopicConfig
 from .override import describe
 
@@ -317,17 +318,16 @@ def run_sequence(RouteInfoManager, ops, expiry: float = EXPIRY) -> None:
                     before, after, args, result)
                 check_invariants(after)
             except AssertionError as e:
-                raise AssertionError(f"{e}\n    the shortest sequence that shows it:\n      "
+                raise AssertionError(f"{e}\n    {generated.the_case()}:\n      "
                                      + "\n      ".join(history)) from None
             except Exception as e:  # the learner's code raised (its traceback follows) or returned junk
-                raise AssertionError(f"{history[-1]} raised {describe(e)}\n    the shortest sequence that shows it:"
+                raise AssertionError(f"{history[-1]} raised {describe(e)}\n    {generated.the_case()}:"
                                      "\n      " + "\n      ".join(history)) from e
 
 
 def test_tables_follow_4_9_8_on_generated_requests(RouteInfoManager):
     """Hypothesis: 300 generated sequences, then the failing one shrunk."""
-    @settings(max_examples=300, deadline=None, derandomize=True, database=None, verbosity=Verbosity.quiet,
-              suppress_health_check=list(HealthCheck))
+    @generated.checks(max_examples=300)
     @given(st.lists(OPS, min_size=2, max_size=40))
     def sequences(ops):
         run_sequence(RouteInfoManager, ops)

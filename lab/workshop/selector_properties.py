@@ -22,9 +22,10 @@ from __future__ import annotations
 import itertools
 import random
 
-from hypothesis import HealthCheck, Verbosity, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
+from . import generated
 from .override import describe
 
 ADDRS = [f"ns-{i}:9876" for i in range(4)]
@@ -147,16 +148,15 @@ def run_sequence(NamesrvSelector, seed: int, ops) -> None:
         for op in ops:
             step(selector, op, history)
     except Violation as e:
-        raise AssertionError(f"{e}\n    the shortest sequence that shows it:\n      " + "\n      ".join(history)) from None
+        raise AssertionError(f"{e}\n    {generated.the_case()}:\n      " + "\n      ".join(history)) from None
     except Exception as e:
-        raise AssertionError(f"{history[-1]} raised {describe(e)}\n    the shortest sequence that shows it:\n      "
+        raise AssertionError(f"{history[-1]} raised {describe(e)}\n    {generated.the_case()}:\n      "
                              + "\n      ".join(history)) from e
 
 
 def test_follows_4_9_8_on_generated_sequences(NamesrvSelector):
     """Hypothesis: 150 generated client lives of up to 15 steps, then the failing one shrunk."""
-    @settings(max_examples=150, deadline=None, derandomize=True, database=None, verbosity=Verbosity.quiet,
-              suppress_health_check=list(HealthCheck))
+    @generated.checks(max_examples=150)
     @given(st.integers(0, 2 ** 16), st.lists(OPS, min_size=1, max_size=15))
     def lives(seed, ops):
         run_sequence(NamesrvSelector, seed, ops)

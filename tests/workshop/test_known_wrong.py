@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from lab.workshop import check as checking
+from lab.workshop import generated
 from lab.workshop.course import COURSE, get
 from lab.workshop.override import WorkshopError
 
@@ -34,6 +35,19 @@ def exercise_of(path: Path):
     return get(int(path.parent.name[:2]))
 
 
+def with_what_they_need(exercise, names: list[str]) -> frozenset[str]:
+    """The named unit tests and every test they build on (`needs`): a test whose foundation did not
+    run would not be judged as the learner's check judges it."""
+    by_name = {t.__name__: t for t in exercise.tests}
+    todo, found = [by_name[n] for n in names if n in by_name], set()
+    while todo:
+        test = todo.pop()
+        if test.__name__ not in found:
+            found.add(test.__name__)
+            todo += getattr(test, "needs", ())
+    return frozenset(found)
+
+
 def test_every_building_exercise_has_known_wrong_answers():
     have = {p.parent.name for p in CASES}
     for exercise in COURSE:
@@ -47,18 +61,26 @@ def test_a_known_wrong_answer_fails_for_its_reason(path, monkeypatch):
     expected = expectations(path)
     assert expected, f"{path} states no expectation"
     lines: list[str] = []
-    # A wrong answer whose reasons are all unit tests is judged by them alone (the scenarios cost
-    # seconds a wrong answer; test_workshop runs them on every starter and solution).
+    exercise = exercise_of(path)
+    # A wrong answer whose reasons are all unit tests is judged by those tests alone (and the ones
+    # they build on): the scenarios and the other tests cost seconds a wrong answer, and
+    # test_workshop runs everything on every starter and solution; bench_workshop_catch.py says
+    # which scenarios catch each wrong answer.
     tests_only = all(name.startswith("test_") for name in expected.get("expect-fail", [])) and \
         not expected.get("expect-text") and not expected.get("expect-not-text")
+    only = with_what_they_need(exercise, expected.get("expect-fail", []) + expected.get("expect-not", [])) \
+        if tests_only else None
     try:
-        outcome = checking.check(exercise_of(path), file=path, say=lines.append, scenarios_too=not tests_only)
+        # Unshrunk: a failing case shows the reason as well as the shortest one does, and shrinking
+        # was most of a wrong answer's check (test_a_learner_is_shown_the_shortest_case keeps it).
+        with generated.shrinking(False):
+            outcome = checking.check(exercise, file=path, say=lines.append, scenarios_too=not tests_only, only=only)
     except WorkshopError as e:  # cannot be checked (exit 2): a failure too, with its message
         lines.append(str(e))
     else:
         assert not outcome.ok, "\n".join(lines)
     output = "\n".join(lines)
-    assert not any(line.strip() == f"exercise {exercise_of(path).number}: PASSED" for line in lines), output
+    assert not any(line.strip() == f"exercise {exercise.number}: PASSED" for line in lines), output
     failed = [line.split(":", 1)[0].strip()[len("FAIL "):] for line in lines if line.strip().startswith("FAIL ")]
     for name in expected.get("expect-fail", []):
         assert name in failed, f"{name} should fail:\n{output}"
@@ -82,3 +104,24 @@ def test_a_misconception_fails_as_a_prediction(number, prediction):
     outcome = checking.check(get(number), prediction=prediction, say=lines.append)
     assert not outcome.ok and outcome.scenario_ok, "\n".join(lines)
     assert "not quite" in "\n".join(lines)
+
+
+def test_a_learner_is_shown_the_shortest_case():
+    """The known-wrong tests skip shrinking; a learner's check does not: the failing life of a
+    selector that compares lists as sets is shrunk to the few steps that show it."""
+    path = WRONG / "11-nameserver-selector" / "compares-as-sets.py"
+    exercise = exercise_of(path)
+    shown = {}
+    for shrink in (True, False):
+        lines: list[str] = []
+        with generated.shrinking(shrink):
+            checking.check(exercise, file=path, say=lines.append, scenarios_too=False,
+                           only=with_what_they_need(exercise, ["test_follows_4_9_8_on_generated_sequences"]))
+        output = "\n".join(lines)
+        heading = "the shortest sequence that shows it:" if shrink else "a sequence that shows it (not shrunk):"
+        assert heading in output, output
+        after = output.split(heading, 1)[1].splitlines()[1:]
+        shown[shrink] = [line.strip() for line in after[:next((i for i, line in enumerate(after)
+                                                               if not line.startswith("      ")), len(after))]]
+    assert len(shown[True]) <= 4, "\n".join(shown[True])
+    assert len(shown[True]) < len(shown[False]), f"shrunk {shown[True]}, first found {shown[False]}"
