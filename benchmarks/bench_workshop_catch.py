@@ -21,6 +21,7 @@ from pathlib import Path
 
 from _common import ROOT, title
 
+from lab.workshop import generated
 from lab.workshop.check import _check_build, learner_member, replacement, run_scenario
 from lab.workshop.course import COURSE, get
 from lab.workshop.override import LearnerErrors, WorkshopError, swapped
@@ -39,7 +40,8 @@ def judge(exercise, path: Path, first: bool) -> dict:
     row = {"tests": (), "runs": 0, "invalid": [], "expectations": Counter(), "load": None}
     quiet = lambda _line: None  # noqa: E731
     try:
-        with learner_member(exercise, path, quiet) as member:
+        # caught or not is the question, not the shortest case: no shrinking (most of a check's CPU)
+        with generated.shrinking(False), learner_member(exercise, path, quiet) as member:
             row["tests"] = _check_build(exercise, path, member, quiet, scenarios_too=False).failed_tests
             errors = LearnerErrors(path)
             with swapped(exercise.target, replacement(exercise, errors.wrap(member), errors)):
