@@ -63,9 +63,7 @@ class ReplyWhenReady(HeldReply):
 
 class SuspendedPull(HeldReply):
     """A pull that found nothing at `offset`, held until a message comes or its suspend time is up,
-    then pulled again without suspending (PullRequestHoldService's PullRequest). On a simulated
-    connection the broker holds lab/sim/broker.py's CoastingSuspendedPull instead, whose idle
-    renewals the simulator aggregates."""
+    then pulled again without suspending (PullRequestHoldService's PullRequest)."""
 
     __slots__ = ("topic", "queue_id", "offset", "timeout")
 

@@ -47,7 +47,6 @@ from lab.remoting.epoch import epoch_ms
 from lab.remoting.message import MessageExt, decode_batch, decode_properties, offset_msg_id
 from .pull import FLAG_COMMIT_OFFSET, FLAG_SUSPEND, consumer_offset_reply, decide_pull
 from lab.remoting.channels import ChannelTable, Node
-from lab.sim import broker as sim_broker
 from .producer_manager import ProducerManager
 from .stats import BrokerStats
 from .store import MessageStore, PutMessageResult
@@ -92,6 +91,8 @@ class ClientChannel:
 
 
 class Broker:
+    hold_service_class = PullRequestHoldService  # a subclass may hold its requests otherwise
+
     def __init__(self, node: Node, *, broker_name: str, broker_id: int, cluster_name: str,
                  namesrv_addrs: list[str], store: MessageStore, topics: dict[str, TopicConfig],
                  port: int = 0, master_addr: str | None = None):
@@ -117,7 +118,7 @@ class Broker:
         self.stats = BrokerStats(node.now())
         self.boot_ms = node.now_ms()
         self.config_data_version = DataVersion(self.boot_ms, 0)
-        self.hold_service = PullRequestHoldService(node.now, on_error=node.fail)
+        self.hold_service = self.hold_service_class(node.now, on_error=node.fail)
         self.client_channels: dict[ClientChannel, None] = {}  # accepted connections open now
         self.ha_service = HAService(store, self.topic_config_manager, self.config.haSendHeartbeatInterval)
         self.ha_client: HAClient | None = None
@@ -276,8 +277,7 @@ class Broker:
     # --- connections ------------------------------------------------------------------------------
 
     async def _handle_stream(self, stream: trio.abc.Stream) -> None:
-        channel = ClientChannel(stream, self.node.now())
-        sim_broker.serve_queries(stream, self)
+        channel = self.open_channel(stream)
         self.client_channels[channel] = None
         try:
             with channel.scope:
@@ -294,6 +294,10 @@ class Broker:
                 for group in groups:
                     self._consumer_ids_changed(group, "closed")
             await channel.connection.aclose()
+
+    def open_channel(self, stream: trio.abc.Stream) -> ClientChannel:
+        """The channel for a connection just accepted (NettyRemotingServer's channelActive)."""
+        return ClientChannel(stream, self.node.now())
 
     def _process(self, channel: ClientChannel, req: RemotingCommand) -> RemotingCommand | None:
         channel.last_activity = self.node.now()
@@ -474,12 +478,17 @@ class Broker:
             # an arrival already answered: skipped, it costs nothing per held request (80,000 on a
             # large cluster). A slave's replicated records are not announced: it re-checks.
             check = math.inf if not self.is_slave else LONG_POLLING_CHECK_INTERVAL
-            self.hold_service.hold(sim_broker.suspended_pull(self, req, channel, topic, queue_id, offset, timeout, check),
+            self.hold_service.hold(self.long_polled_pull(req, channel, topic, queue_id, offset, timeout, check),
                                    timeout)
         else:
             short = self.config.shortPollingTimeMills
             self.hold_service.hold(SuspendedPull(self, req, channel, topic, queue_id, offset, short, short),
                                    short, wake_on_arrival=False)
+
+    def long_polled_pull(self, req: RemotingCommand, channel: ClientChannel, topic: str, queue_id: int,
+                         offset: int, timeout: float, check_interval: float) -> SuspendedPull:
+        """A long-polled pull to hold (PullRequestHoldService.suspendPullRequest's PullRequest)."""
+        return SuspendedPull(self, req, channel, topic, queue_id, offset, timeout, check_interval)
 
     def _hold_until(self, req: RemotingCommand, channel: ClientChannel, key, ready: Callable[[], bool],
                     timeout: float, reply: Callable[[], RemotingCommand]) -> None:
@@ -580,9 +589,9 @@ class Broker:
         connection with no whole request read for serverChannelMaxIdleTimeSeconds — a silent one,
         half a frame, a frame fed a byte a second — is closed. Registered producers and consumers
         are left to ClientHousekeepingService, which closes theirs 120 s after their last
-        heartbeat: one rule for them, so what a simulated run skips of their traffic (pulls renewed
-        in place, offset rounds, coasting rebalance calls) changes nothing. A held pull is answered
-        within its suspend time and a slave replicates every few seconds: neither is idle."""
+        heartbeat: one rule for them, their heartbeats alone, whatever else they send or not. A
+        held pull is answered within its suspend time and a slave replicates every few seconds:
+        neither is idle."""
         await close_idle_channels(self.client_channels, lambda: self.config.serverChannelMaxIdleTimeSeconds,
                                   self.node.schedule.sleep_until, spared=self._registered_channels)
 
@@ -649,7 +658,6 @@ class Broker:
         return props
 
     def _get_broker_runtime_info(self, req: RemotingCommand, channel: ClientChannel) -> RemotingCommand:
-        self.hold_service.catch_up()  # coasting pulls' renewals: counted in getMissTps
         return self._body(req, admin.runtime_info(stats=self.stats, store=self.store, now=self.node.now(),
                                                   now_ms=self.node.now_ms(), boot_ms=self.boot_ms))
 

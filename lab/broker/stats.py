@@ -24,8 +24,8 @@ GROUP_TPS_WINDOW = 60  # seconds: StatsItem.getStatsDataInMinute
 
 class _Rate:
     """A count in whole-second buckets over the last `keep` seconds, and its total. A count may
-    come for a second before the latest (a coasting pull's renewals are counted when someone
-    looks, see PullRequestHoldService), hence a dict, pruned now and then."""
+    come for a second before the latest (counts made after the fact, in a batch: add_each), hence
+    a dict, pruned now and then."""
 
     def __init__(self, keep: int):
         self.keep = keep
@@ -91,7 +91,8 @@ class BrokerStats:
         (self.pulls_found if found else self.pulls_miss).add(now)
 
     def on_pulls_missed(self, times: list[float]) -> None:
-        """A pull that found nothing at each of `times` (a coasting pull's renewals)."""
+        """A pull that found nothing at each of `times`, counted at once: they may be earlier
+        than counts already made."""
         self.pulls_miss.add_each(times)
 
     def uptime(self, now: float) -> float:

@@ -25,7 +25,6 @@ from nameserver.config import NamesrvConfig
 from nameserver.schedule import Schedule
 from nameserver.server import NameServer
 
-from lab.broker.server import Broker
 from lab.clients.producer import Producer
 from lab.config import LabConfig
 from lab.events import EventLog
@@ -35,6 +34,7 @@ from .nstables import merge_tables, row_changes, snapshot
 from .timeline import timeline
 from lab.remoting.channels import Node
 from lab.sim.clients import client_instance_class, consumer_class
+from lab.sim.broker import broker_class
 from lab.sim.nameserver import name_server
 from .supervisor import NodeHandle, Supervisor, describe
 from .topology import Topology, plan
@@ -144,10 +144,10 @@ class Cluster:
         return self.stores[name]
 
     async def _run_broker(self, spec, task_status) -> None:
-        broker = Broker(self.node(spec.name), broker_name=spec.broker_name, broker_id=spec.broker_id,
-                        cluster_name=self.config.cluster.clusterName, namesrv_addrs=self.namesrv_addrs,
-                        store=self.store(spec.name), topics=self._broker_topics(spec.name),
-                        port=self.port(spec.name, spec.port))
+        broker = broker_class(self.network)(
+            self.node(spec.name), broker_name=spec.broker_name, broker_id=spec.broker_id,
+            cluster_name=self.config.cluster.clusterName, namesrv_addrs=self.namesrv_addrs,
+            store=self.store(spec.name), topics=self._broker_topics(spec.name), port=self.port(spec.name, spec.port))
         self.brokers[spec.name] = broker
         await broker.run(task_status=task_status)
 

@@ -10,6 +10,7 @@ and a run's event log is the same bytes (tests/lab/test_aggregation_off.py).
                 SimChannelTable, a simulated client's channel table
     clients     SimMQClientInstance, SimConsumer: coasting route polls and rebalance rounds
                 (CoastingRoutePoll, CoastingRebalance)
-    broker      CoastingSuspendedPull: a broker's side of them; the member lists rebalance rounds read
+    broker      CoastingBroker: a broker's side of them (CoastingPullRequestHoldService,
+                CoastingSuspendedPull); the member lists rebalance rounds read (MemberLists)
     nameserver  CoastingNameServer: a NameServer's side of coasting route polls (RouteQueryCoaster)
 """

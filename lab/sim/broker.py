@@ -6,9 +6,23 @@ faults the two sides agree to skip them: the broker holds a CoastingSuspendedPul
 deadline asks the network to renew it in place (`renew`) and then to coast (`coast`). With
 NSLAB_AGGREGATE=0 the network declines, and it is answered and sent again as a plain pull is.
 
-`suspended_pull` gives the broker the held pull for a connection; `serve_queries` lets coasting
-rebalance rounds over a simulated connection read the broker's member lists
-(lab/clients/coasting.py).
+CoastingBroker is lab.broker.server.Broker with that side, hooked on the broker's plain steps:
+- its hold service is a CoastingPullRequestHoldService, which renews such a pull at its deadline
+  instead of answering it (`_timed_out`), keeps it renewed every period with no timer while it
+  coasts, and looks again when the pull sent again would arrive at one found ready by an arrival
+  within the skipped round trip (`_arrived`);
+- a long-polled pull on a simulated connection is held as a CoastingSuspendedPull
+  (`long_polled_pull`);
+- a simulated connection's end is handed the broker's member lists, which coasting rebalance rounds
+  read (`open_channel`; lab/clients/coasting.py);
+- GET_BROKER_RUNTIME_INFO counts the coasting pulls' renewals due by then before it reads
+  getMissTps.
+
+The broker's idle close spares registered clients whatever they send or not (their heartbeats keep
+them, ClientHousekeepingService's rule): what a simulated run skips of their traffic (pulls renewed
+in place, offset rounds, coasting rebalance calls) changes nothing there.
+
+`broker_class` gives the lab the Broker class for its network.
 """
 
 from __future__ import annotations
@@ -18,31 +32,165 @@ from typing import TYPE_CHECKING, Callable
 
 import trio
 
+from chaos.network import Network, SimNetwork
 from lab.broker.held_replies import SuspendedPull
+from lab.broker.long_polling import HeldRequest, PullRequestHoldService
 from lab.broker.pull import FLAG_COMMIT_OFFSET
+from lab.broker.server import Broker, ClientChannel
 from nameserver.protocol import RemotingCommand
 
 if TYPE_CHECKING:
-    from lab.broker.server import Broker
-    from lab.remoting.channels import ClientChannel
+    from lab.broker.consumer_manager import ConsumerManager
 
 
-def suspended_pull(broker: Broker, req: RemotingCommand, channel: ClientChannel, topic: str, queue_id: int,
-                   offset: int, timeout: float, check_interval: float) -> SuspendedPull:
-    """A long-polled pull to hold: one whose renewals may be aggregated on a simulated connection."""
-    if hasattr(channel.connection.stream, "renew_peer_call"):
-        return CoastingSuspendedPull(broker, req, channel, topic, queue_id, offset, timeout, check_interval)
-    return SuspendedPull(broker, req, channel, topic, queue_id, offset, timeout, check_interval)
+def broker_class(network: Network) -> type[Broker]:
+    """The Broker to run on `network`: the coasting one on the simulated network."""
+    return CoastingBroker if isinstance(network, SimNetwork) else Broker
 
 
-def serve_queries(stream: trio.abc.Stream, broker: Broker) -> None:
-    """On a simulated connection, rebalance rounds may coast on `broker`'s member lists
-    (_SimEnd.watch_peer)."""
-    if hasattr(stream, "query_coaster"):
-        stream.query_coaster = broker
+class Renewable:
+    """A held request the hold service may renew in place at its deadline rather than answer it,
+    and from then on coast: what CoastingPullRequestHoldService asks of it. (A mixin: no slots.)"""
+
+    __slots__ = ()
+
+    def renew(self) -> float | None:
+        """Called when the request times out with nothing new, instead of answering it: the new
+        deadline if it was renewed in place (the consumer would only have sent it again), else
+        None, and it is answered."""
+        return None
+
+    def coast(self, stop_coasting: Callable[[], None]) -> bool:
+        """Just renewed: whether it is renewed every period from now on with no timer at all,
+        until `stop_coasting()` or the request's own wake."""
+        return False
+
+    def catch_up(self, now: float) -> None:
+        """Coasting: make the renewals due by `now`; `deadline` is the next one's."""
+
+    def restore(self) -> None:
+        """Coasting no more: the caller's timeout counts again."""
+
+    def back_at(self) -> float:
+        """Renewed in place: when the call sent again would have arrived (after the empty answer's
+        round trip), its renewals made up to now. Until then (and at that very instant) an arrival
+        does not answer it: the call is on the wire. -inf when it is here."""
+        return -math.inf
 
 
-class CoastingSuspendedPull(SuspendedPull):
+class CoastingPullRequestHoldService(PullRequestHoldService):
+    """PullRequestHoldService whose Renewable requests are renewed in place at their deadline, and
+    may coast: renewed every period with no timer, while in `_coasting`, until an arrival answers
+    one, its connection closes, or its own wake (`uncoast`) or a link change (`_stop_coasting`)
+    puts it back on the timers."""
+
+    def __init__(self, now: Callable[[], float] = trio.current_time, *,
+                 on_error: Callable[[Exception], None]) -> None:
+        super().__init__(now, on_error=on_error)
+        # Renewed every period without a timer (Renewable.coast): an idle queue's pull, held for
+        # as long as nothing happens, costs nothing per period. Still held by its key and owner.
+        self._coasting: dict[HeldRequest, None] = {}
+
+    @property
+    def coasting(self) -> int:
+        """How many held requests are renewed every period with no timer now."""
+        return len(self._coasting)
+
+    def _timed_out(self, request: HeldRequest, now: float) -> None:
+        if not self._renewed(request):
+            super()._timed_out(request, now)
+        elif not self._coasts(request):
+            self._schedule_check(request, now)
+
+    def _renewed(self, request: HeldRequest) -> bool:
+        if not isinstance(request, Renewable):
+            return False
+        try:
+            deadline = request.renew()
+        except Exception as e:
+            self._on_error(e)
+            return False
+        if deadline is None:
+            return False
+        request.deadline = deadline
+        return True
+
+    def _coasts(self, request: Renewable) -> bool:
+        try:
+            coasting = request.coast(self._stop_coasting)
+        except Exception as e:
+            self._on_error(e)
+            return False
+        if coasting:
+            self._coasting[request] = None
+        return coasting
+
+    def _arrived(self, request: HeldRequest) -> None:
+        if not isinstance(request, Renewable) or not self._on_the_wire(request):
+            super()._arrived(request)
+
+    def _on_the_wire(self, request: Renewable) -> bool:
+        """Whether a request found ready on an arrival was renewed in place with the call sent
+        again still on its way (or arriving at this instant, after what arrives now): it then
+        stops coasting and is looked at again when the call would arrive, which would have found
+        the data then."""
+        now = self._now()
+        if self._coasting.pop(request, False) is None:
+            self._settle(request, now)
+        try:
+            back = request.back_at()
+        except Exception as e:
+            self._on_error(e)
+            return False
+        if back < now:
+            return False
+        self._check_at(request, back)
+        return True
+
+    def _answer(self, request: HeldRequest) -> None:
+        if self._coasting.pop(request, False) is None:
+            self._settle(request, self._now())
+        super()._answer(request)
+
+    def _forget(self, request: HeldRequest) -> None:
+        if self._coasting.pop(request, False) is None:
+            self._settle(request, self._now(), restore=False)  # the renewals it had: counted
+        super()._forget(request)
+
+    def uncoast(self, request: HeldRequest) -> None:
+        """A coasting request renewed one period at a time again (its caller's state changed):
+        the renewals due by now are made and its next deadline has a timer."""
+        if self._coasting.pop(request, False) is not None:
+            return
+        now = self._now()
+        self._settle(request, now)
+        if self.running:
+            self._schedule_check(request, now)
+
+    def _settle(self, request: Renewable, now: float, *, restore: bool = True) -> None:
+        """A request stops coasting: its renewals due by now made, its caller's timeout back.
+        What that raises is the service's error, not the caller's (a consumer's rebalance, a
+        chaos action's link change)."""
+        try:
+            request.catch_up(now)
+            if restore:
+                request.restore()
+        except Exception as e:
+            self._on_error(e)
+
+    def _stop_coasting(self) -> None:
+        """A link changed somewhere: a renewal might now go otherwise, so none coasts."""
+        for request in list(self._coasting):
+            self.uncoast(request)
+
+    def catch_up(self) -> None:
+        """Make every coasting request's renewals due by now (what they count, counted)."""
+        now = self._now()
+        for request in self._coasting:
+            self._settle(request, now, restore=False)
+
+
+class CoastingSuspendedPull(SuspendedPull, Renewable):
     """A held pull the simulated network may renew in place at its deadline, with what the pull
     sent again would have done on arrival (the piggy-backed offset commit, the pull counted). A
     message that comes within the skipped round trip's two link latencies answers it when the pull
@@ -56,8 +204,8 @@ class CoastingSuspendedPull(SuspendedPull):
 
     __slots__ = ("commit", "round_trip", "renewed_at", "restore_call")
 
-    def __init__(self, broker: Broker, req: RemotingCommand, channel: ClientChannel, topic: str, queue_id: int,
-                 offset: int, timeout: float, check_interval: float):
+    def __init__(self, broker: CoastingBroker, req: RemotingCommand, channel: ClientChannel, topic: str,
+                 queue_id: int, offset: int, timeout: float, check_interval: float):
         super().__init__(broker, req, channel, topic, queue_id, offset, timeout, check_interval)
         # What the pull sent again would commit: (group, offset), () for nothing; parsed at the
         # first renewal.
@@ -124,3 +272,42 @@ class CoastingSuspendedPull(SuspendedPull):
         restore, self.restore_call = self.restore_call, None
         if restore is not None:  # as the last renewal would have left the consumer's timeout
             restore(self.req.opaque, self.renewed_at + self.round_trip / 2)
+
+
+class MemberLists:
+    """What a coasting rebalance round over a simulated connection may read of a broker
+    (_SimEnd.watch_peer, lab/clients/coasting.py): its consumer groups' member lists and the
+    GET_CONSUMER_LIST_BY_GROUP body it would answer, nothing else."""
+
+    __slots__ = ("consumer_manager", "consumer_list_body")
+
+    def __init__(self, consumer_manager: ConsumerManager, consumer_list_body: Callable[[str, int], bytes | None]):
+        self.consumer_manager = consumer_manager
+        self.consumer_list_body = consumer_list_body
+
+
+class CoastingBroker(Broker):
+    """A broker on the simulated network, whose consumers' idle long polls may be renewed in place
+    and coast, and whose member lists coasting rebalance rounds may read."""
+
+    hold_service_class = CoastingPullRequestHoldService
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.member_lists = MemberLists(self.consumer_manager, self.consumer_list_body)
+
+    def open_channel(self, stream: trio.abc.Stream) -> ClientChannel:
+        channel = super().open_channel(stream)
+        if hasattr(stream, "query_coaster"):  # the simulated network's end: rebalance rounds may coast
+            stream.query_coaster = self.member_lists
+        return channel
+
+    def long_polled_pull(self, req: RemotingCommand, channel: ClientChannel, topic: str, queue_id: int,
+                         offset: int, timeout: float, check_interval: float) -> SuspendedPull:
+        if hasattr(channel.connection.stream, "renew_peer_call"):  # the simulated network's end
+            return CoastingSuspendedPull(self, req, channel, topic, queue_id, offset, timeout, check_interval)
+        return super().long_polled_pull(req, channel, topic, queue_id, offset, timeout, check_interval)
+
+    def _get_broker_runtime_info(self, req: RemotingCommand, channel: ClientChannel) -> RemotingCommand:
+        self.hold_service.catch_up()  # coasting pulls' renewals: counted in getMissTps
+        return super()._get_broker_runtime_info(req, channel)

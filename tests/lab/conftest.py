@@ -14,6 +14,7 @@ from lab.config import LabConfig
 from lab.events import EventLog
 from lab.remoting.channels import ChannelTable, Node
 from lab.run.networks import sim_network, tcp_network
+from lab.sim.broker import broker_class
 from lab.broker.store import MessageStore
 from nameserver.protocol import RemotingCommand, RequestCode
 from nameserver.routes import TopicConfig
@@ -67,10 +68,11 @@ class Harness:
     async def start_broker(self, name: str = "broker-a-0", *, broker_name: str = "broker-a", broker_id: int = 0,
                            store: MessageStore | None = None, topics: dict | None = None,
                            **kwargs) -> RunningBroker:
-        broker = Broker(self.node(name), broker_name=broker_name, broker_id=broker_id,
-                        cluster_name="DefaultCluster", namesrv_addrs=list(self.nameservers),
-                        store=store if store is not None else MessageStore(),
-                        topics=topics if topics is not None else {TOPIC: TopicConfig(TOPIC, 4, 4, 6)}, **kwargs)
+        # the broker the lab runs on this network (lab/run/cluster.py)
+        broker = broker_class(self.network)(
+            self.node(name), broker_name=broker_name, broker_id=broker_id, cluster_name="DefaultCluster",
+            namesrv_addrs=list(self.nameservers), store=store if store is not None else MessageStore(),
+            topics=topics if topics is not None else {TOPIC: TopicConfig(TOPIC, 4, 4, 6)}, **kwargs)
         scope = trio.CancelScope()
 
         async def run(task_status=trio.TASK_STATUS_IGNORED):

@@ -5,7 +5,6 @@ import math
 import pytest
 
 from lab.broker.consumer_manager import ConsumerData, ConsumerManager, HeartbeatError, parse_heartbeat
-from lab.broker.long_polling import HeldRequest, PullRequestHoldService
 from lab.broker.pull import consumer_offset_reply, decide_pull
 from lab.broker.topic_config import TopicConfigManager
 from nameserver.protocol import ResponseCode
@@ -163,48 +162,3 @@ def test_a_broker_that_is_not_read_write_registers_its_own_permission_for_every_
     topics = manager(table=table)
     assert topics.registered_table(6) is table
     assert {tc.perm for tc in topics.registered_table(4).values()} == {4}
-
-
-# --- held requests that coast ---------------------------------------------------------------------
-
-class _IdlePull(HeldRequest):
-    """Never ready, renewed every 10 s, coasting once renewed; its settling may raise."""
-
-    def __init__(self, clock, *, settling_raises: bool):
-        super().__init__("connection", "key", check_interval=math.inf)
-        self.clock, self.settling_raises, self.answered = clock, settling_raises, False
-
-    def has_new(self) -> bool:
-        return False
-
-    def answer(self) -> None:
-        self.answered = True
-
-    def renew(self) -> float:
-        return self.clock[0] + 10
-
-    def coast(self, stop_coasting) -> bool:
-        return True
-
-    def catch_up(self, now: float) -> None:
-        if self.settling_raises:
-            raise RuntimeError("catch_up failed")
-        while self.deadline <= now:
-            self.deadline += 10
-
-
-@pytest.mark.parametrize("settling_raises", [False, True])
-def test_a_coasting_request_woken_is_back_on_the_timers_and_what_it_raises_is_the_services(settling_raises):
-    clock, errors, timers = [0.0], [], []
-    service = PullRequestHoldService(lambda: clock[0], on_error=errors.append)
-    service._call_at = lambda when, callback: timers.append(when)  # as run() sets it, without trio
-    request = _IdlePull(clock, settling_raises=settling_raises)
-    service.hold(request, 10)
-    clock[0] = 10.0
-    service._check()  # its deadline: renewed, and coasting from then on
-    assert (service.held, service.coasting, request.answered) == (1, 1, False)
-    clock[0] = 35.0
-    service.uncoast(request)  # its consumer's state changed: this must not raise into the consumer
-    assert service.coasting == 0 and timers[-1] == request.deadline
-    assert [str(e) for e in errors] == (["catch_up failed"] if settling_raises else [])
-    assert request.deadline == (20.0 if settling_raises else 40.0)  # renewed at 20 and 30 while coasting

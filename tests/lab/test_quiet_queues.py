@@ -23,8 +23,7 @@ import pytest
 import trio
 
 from chaos import network
-from lab.sim.broker import CoastingSuspendedPull
-from lab.broker.long_polling import PullRequestHoldService
+from lab.sim.broker import CoastingPullRequestHoldService, CoastingSuspendedPull
 from lab.clients.consumer import Consumer
 from lab.sim.clients import CoastingRebalance, CoastingRoutePoll
 from lab.control import scenarios
@@ -57,7 +56,7 @@ IDLE_QUEUES = {"registrations-lost": ["cluster.topics=60"], "route-dialect": ["c
 @pytest.mark.parametrize("name", ["broker-crash", "master-down", "partition", "registrations-lost", "route-dialect"])
 def test_skipping_idle_round_trips_leaves_every_record_as_it_was(name, tmp_path, monkeypatch):
     skipped = collections.Counter()
-    renewed, vouched, catch_up = PullRequestHoldService._renewed, Consumer._still_vouched, CoastingSuspendedPull.catch_up
+    renewed, vouched, catch_up = CoastingPullRequestHoldService._renewed, Consumer._still_vouched, CoastingSuspendedPull.catch_up
     finish, rebalance_finish = CoastingRoutePoll.finish, CoastingRebalance.finish
 
     def counting_renewed(self, request):
@@ -83,7 +82,7 @@ def test_skipping_idle_round_trips_leaves_every_record_as_it_was(name, tmp_path,
         catch_up(self, now)
         skipped["coasting renewals"] += self.renewed_at != before
 
-    monkeypatch.setattr(PullRequestHoldService, "_renewed", counting_renewed)
+    monkeypatch.setattr(CoastingPullRequestHoldService, "_renewed", counting_renewed)
     monkeypatch.setattr(Consumer, "_still_vouched", counting_vouched)
     monkeypatch.setattr(CoastingSuspendedPull, "catch_up", counting_catch_up)
     monkeypatch.setattr(CoastingRoutePoll, "finish", counting_finish)

@@ -123,10 +123,7 @@ def check_listed(found: dict[str, set[str]], listed: dict[str, set[str]], what: 
 
 
 # Imports of the simulator's package.
-SIM_IMPORTS_LEFT: dict[str, set[str]] = {
-    # the broker's held pulls: lab/sim/broker.py takes them over (the broker's pull path, issue 35)
-    "lab.broker.server": {"lab.sim.broker"},
-}
+SIM_IMPORTS_LEFT: dict[str, set[str]] = {}
 
 
 def role_imports_of_the_simulator() -> dict[str, set[str]]:
@@ -181,11 +178,6 @@ def test_no_role_module_peeks_at_a_stream_but_what_is_listed_as_left():
 # stream.
 SIMULATION_WORDS = ("coast", "renew_peer_call", "call_renewer", "query_coaster", "watch_peer")
 SIMULATION_WORDS_LEFT: dict[str, set[str]] = {
-    # the broker's held pulls and what they count: moving to lab/sim/broker.py (issue 35)
-    "lab/broker/held_replies.py": {"coast"},
-    "lab/broker/long_polling.py": {"coast"},
-    "lab/broker/server.py": {"coast"},
-    "lab/broker/stats.py": {"coast"},
     # the member-list watch coasting rebalances used: declared queries instead (lab/sim/clients.py)
     "lab/broker/consumer_manager.py": {"coast"},
 }
@@ -206,8 +198,6 @@ SIM_IMPORTERS_ON_SOCKETS_LEFT = {
     # its top-level imports of the simulator's class choosers (name_server, broker_class,
     # client_instance_class, consumer_class): to be imported only when the run is simulated
     "lab/run/cluster.py",
-    # the broker's held pulls: lab/sim/broker.py takes them over (SIM_IMPORTS_LEFT)
-    "lab/broker/server.py",
 }
 
 _WATCH_SIM_IMPORTS = """
