@@ -15,15 +15,20 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import NamedTuple
 
 import msgpack
 import trio
 
-from chaos.network import Network
+from chaos.network import Network, SimNetwork
 from chaos.pause import Pause
 from nameserver.config import NamesrvConfig
 from nameserver.schedule import Schedule
 from nameserver.server import NameServer
+
+from lab.broker.server import Broker
+from lab.clients.consumer import Consumer
+from lab.clients.instance import MQClientInstance
 
 from lab.clients.producer import Producer
 from lab.config import LabConfig
@@ -33,12 +38,28 @@ from lab.broker.store import MessageStore
 from .nstables import merge_tables, row_changes, snapshot
 from .timeline import timeline
 from lab.remoting.channels import Node
-from lab.sim.clients import client_instance_class, consumer_class
-from lab.sim.broker import broker_class
-from lab.sim.nameserver import name_server
 from .supervisor import NodeHandle, Supervisor, describe
 from .topology import Topology, plan
 from lab.apps.node import ROLE as APP_ROLE, AppNodes
+
+
+class Roles(NamedTuple):
+    name_server: type[NameServer]
+    broker: type[Broker]
+    client_instance: type[MQClientInstance]
+    consumer: type[Consumer]
+
+
+def roles_for(network: Network) -> Roles:
+    """The roles' classes to run on `network`: on the simulated network the simulator's subclasses
+    (lab/sim), imported only then, so that a run on sockets never loads the simulator."""
+    if not isinstance(network, SimNetwork):
+        return Roles(NameServer, Broker, MQClientInstance, Consumer)
+    from lab.sim.broker import broker_class
+    from lab.sim.clients import client_instance_class, consumer_class
+    from lab.sim.nameserver import name_server
+    return Roles(name_server(network), broker_class(network), client_instance_class(network),
+                 consumer_class(network))
 
 
 class Cluster:
@@ -47,6 +68,7 @@ class Cluster:
                  apps: list = (), apps_dir: Path | None = None):
         self.config = config
         self.network = network
+        self.roles = roles_for(network)
         self.events = events
         # Every request a request fault acts on: what the TUI shows and the report counts.
         network.on_request_fault = lambda record: events.emit("lab", "chaos.request", **record)
@@ -108,7 +130,7 @@ class Cluster:
             orderMessageEnable=c.orderMessageEnable,
         )
         pause = self.pauses[name] = Pause()
-        server = name_server(self.network)(config, schedule=Schedule(self.phase(name), pause.sleep_until),
+        server = self.roles.name_server(config, schedule=Schedule(self.phase(name), pause.sleep_until),
                                            listener=lambda kind, fields: self._on_ns_event(name, kind, fields))
         listener, address = await self.network.listen(name, self.port(name, port))
         config.listenPort = int(address.rsplit(":", 1)[1])  # what getNamesrvConfig says
@@ -144,7 +166,7 @@ class Cluster:
         return self.stores[name]
 
     async def _run_broker(self, spec, task_status) -> None:
-        broker = broker_class(self.network)(
+        broker = self.roles.broker(
             self.node(spec.name), broker_name=spec.broker_name, broker_id=spec.broker_id,
             cluster_name=self.config.cluster.clusterName, namesrv_addrs=self.namesrv_addrs,
             store=self.store(spec.name), topics=self._broker_topics(spec.name), port=self.port(spec.name, spec.port))
@@ -160,7 +182,7 @@ class Cluster:
         payload = Bodies(f"{self.seed}:{name}", self.config.producer.messageSize)
         async with trio.open_nursery() as nursery:
             nursery.start_soon(node.crash_on_failure)
-            instance = client_instance_class(self.network)(node, self.namesrv_addrs, nursery)
+            instance = self.roles.client_instance(node, self.namesrv_addrs, nursery)
             producer = self.clients[name] = Producer(node, instance, list(self.topology.topics), payload=payload)
             await producer.run(task_status=task_status)
 
@@ -168,8 +190,8 @@ class Cluster:
         node = self.node(name)
         async with trio.open_nursery() as nursery:
             nursery.start_soon(node.crash_on_failure)
-            instance = client_instance_class(self.network)(node, self.namesrv_addrs, nursery)
-            consumer = self.clients[name] = consumer_class(self.network)(node, instance, list(self.topology.topics))
+            instance = self.roles.client_instance(node, self.namesrv_addrs, nursery)
+            consumer = self.clients[name] = self.roles.consumer(node, instance, list(self.topology.topics))
             await consumer.start()
             task_status.started()
             await trio.sleep_forever()

@@ -194,11 +194,7 @@ def test_no_role_module_speaks_of_the_simulator_but_what_is_listed_as_left():
 
 # A run on sockets imports nothing of the simulator: the lab builds the simulator's classes only
 # for a simulated run. Who imports it today in a run on sockets (the importing file):
-SIM_IMPORTERS_ON_SOCKETS_LEFT = {
-    # its top-level imports of the simulator's class choosers (name_server, broker_class,
-    # client_instance_class, consumer_class): to be imported only when the run is simulated
-    "lab/run/cluster.py",
-}
+SIM_IMPORTERS_ON_SOCKETS_LEFT: set[str] = set()  # lab/run/cluster.py's roles_for imports it only when simulated
 
 _WATCH_SIM_IMPORTS = """
 import importlib.abc, sys, traceback
