@@ -7,6 +7,7 @@ running on the machine at the same time cannot be mistaken for this one."""
 
 from __future__ import annotations
 
+import inspect
 import os
 import signal
 import tempfile
@@ -128,17 +129,68 @@ def worker_group(item: pytest.Item) -> str | None:
     return None
 
 
+# --- real time (make test's phase of its own) ----------------------------------------------------
+# A test whose verdict depends on wall-clock time: a timeout or a sleep on the real clock, a lab or a
+# real client paced in real time, a measured duration. Beside other workers' CPU work such a test
+# fails now and then, so `make test` runs them apart, with nothing beside them (-m realtime), after
+# the rest has run on workers (-m "not realtime"). A test on pytest-trio's virtual clock
+# (autojump_clock) is never one: its time is the clock's.
+TESTS = Path(__file__).parent
+
+# Whole folders and modules, or single tests ("module::test name prefix"), each with why.
+REALTIME_PLACES = {
+    "real": "the real C++ client against a lab on sockets, with its timeouts",
+    "tui": "the TUI's pilot waits on the real clock for a lab paced at the UI's speed; live labs",
+    "workshop/test_workshop_up.py": "the workshop's TUI through its pilot",
+    "lab/test_request_fault_scenarios.py": "bundled scenarios over real sockets, sped up",
+    "lab/test_verdicts.py::test_over_real_sockets": "a scenario over real sockets at 40x",
+    "lab/test_app_runner.py": "apps as lab nodes over real TCP, in real time",
+    "lab/test_app_interrupt.py": "how long an app's lab takes to stop",
+    "lab/test_app_real.py": "an app on the real C++ client",
+    "lab/test_processes.py": "labs of child processes at --speed",
+    "lab/test_live_control.py": "a lab process at --speed driven by `nslab chaos`",
+    "lab/test_registration_flood.py": "a lab process at --speed",
+    "lab/test_control_hostile.py": "a running lab's control socket under hostile clients, timed",
+    "lab/test_feed.py": "the live feed's viewers, waited for on the real clock",
+    "lab/test_run_dir.py": "lab processes waited for on the real clock",
+    "lab/test_bad_inputs.py::test_a_signal_during_start_up": "how long a starting lab takes to stop",
+    "lab/test_bad_inputs.py::test_a_signal_ends_a_scenario_run": "how long a scenario run takes to stop",
+    "lab/test_bad_inputs.py::test_topic_names_are_drawn_in_linear_time": "a draw's duration, measured",
+    "lab/test_config_validation.py::test_a_value_out_of_range": "a refusal's duration, measured",
+    "pipeline/test_cluster.py": "a standalone Spark cluster, started within a deadline",
+    "lab/test_broker_resources.py": "idle times and descriptor limits on real sockets",
+    "lab/test_hostile_frames.py": "hostile frames on real sockets, with timeouts",
+    "chaos/test_seeded_run.py": "a run on a clock paced by real time",
+    "nameserver/test_flood.py": "answers within a second, measured",
+    "nameserver/test_cli.py": "the NameServer command on a real port, with timeouts",
+    "nameserver/test_resource_bounds.py": "descriptor limits and stalls on real sockets",
+}
+
+
+def realtime_reason(item: pytest.Item) -> str | None:
+    names = getattr(item, "fixturenames", ())
+    if "autojump_clock" in names:
+        return None
+    where = Path(item.path).relative_to(TESTS).as_posix() + "::" + getattr(item, "originalname", item.name)
+    for place, why in REALTIME_PLACES.items():
+        if where.startswith(place if "::" in place or place.endswith(".py") else place + "/"):
+            return why
+    # pytest-trio runs an async test on trio's real clock, its timeouts and sleeps wall-clock ones;
+    # or on `mock_clock`, which without autojump stands still or runs at a rate of real time
+    if inspect.iscoroutinefunction(getattr(item, "obj", None)):
+        return "an async test on trio's real clock, or a mock clock run at a rate of it"
+    return None
+
+
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the xdist_group marks
 def pytest_collection_modifyitems(items):
     for item in items:
         if "autojump_clock" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.simulated)
+        if realtime_reason(item):
+            item.add_marker(pytest.mark.realtime)
         if not any(item.iter_markers("xdist_group")) and (group := worker_group(item)):
             item.add_marker(pytest.mark.xdist_group(group))
-
-
-def pytest_configure(config):
-    config.addinivalue_line("markers", "simulated: runs on pytest-trio's virtual clock (make schedules)")
 
 
 @pytest.fixture(autouse=True)

@@ -6,6 +6,8 @@ starts once. Run in pytests of their own."""
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -84,3 +86,115 @@ def test_the_tests_of_a_module_scoped_fixture_share_one_worker_and_one_start(tmp
                             env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(Path(__file__).parent), "STARTS_FILE": str(starts)})
     assert "8 passed" in result.stdout, result.stdout + result.stderr
     assert len(starts.read_text().split()) == 1, "the fixture started once, on one worker"
+
+
+# --- the real-time split ---------------------------------------------------------------------------
+# make test runs the suite on workers without the tests marked realtime, then those alone. A test on
+# the real clock left unmarked runs beside other workers' CPU work and fails now and then. The check
+# below finds such tests on its own, not from tests/conftest.py's list: from the source of each test,
+# of the fixtures it takes (but the whole suite's autouse ones in tests/conftest.py) and of the
+# test-tree functions and classes they name, transitively. A test showing a sign of real time must
+# be marked realtime, unless it runs on a virtual clock or is excused below with its reason.
+
+REAL_TIME_SIGNS = (r"sim=False|\"--speed\"|speed=\d|--processes|time\.sleep\(|time\.monotonic\(|time\.perf_counter\("
+                   r"|trio\.sleep|sleep_until\(|fail_after\(|move_on_after\(|Popen\(|pilot|run_test\(|wait\(timeout="
+                   r"|communicate\(timeout=|create_connection\(|settimeout\(|tcp_network\(")
+VIRTUAL_CLOCK = r"VirtualClock\(|MockClock\(autojump_threshold=0"
+
+EXCUSED = {
+    "tests/chaos/test_clock.py::test_sleep_until_on_another_clock_is_trios":
+        "sleeps 10 ms of real time and judges only that it returns",
+    "tests/lab/test_app_expectations.py::test_every_bundled_app_scenario_is_ready_for_an_app":
+        "hands sim=False to a check of the scenario; nothing runs",
+    "tests/lab/test_bad_inputs.py::test_a_run_option_out_of_range_is_refused":
+        "--speed is the refused option; nothing runs",
+}
+
+SIGNS_PLUGIN = """
+import inspect, json, os, re, types
+from pathlib import Path
+
+TESTS = Path(os.environ["TESTS_DIR"])
+SIGNS, VIRTUAL = re.compile(os.environ["SIGNS"]), re.compile(os.environ["VIRTUAL"])
+
+
+def ours(obj):
+    try:
+        path = inspect.getsourcefile(obj)
+    except TypeError:
+        return False
+    return path is not None and TESTS in Path(path).parents
+
+
+def codes_of(obj):
+    if isinstance(obj, types.FunctionType):
+        return [obj.__code__], obj.__globals__
+    functions = [v for v in vars(obj).values() if isinstance(v, types.FunctionType)]
+    return [f.__code__ for f in functions], (functions[0].__globals__ if functions else {})
+
+
+def sources(obj, seen):
+    if id(obj) in seen:
+        return []
+    seen.add(id(obj))
+    try:
+        found = [inspect.getsource(obj)]
+    except (OSError, TypeError):
+        return []
+    codes, names_in = codes_of(obj)
+    names = set()
+    while codes:
+        code = codes.pop()
+        names |= set(code.co_names)
+        codes += [c for c in code.co_consts if isinstance(c, types.CodeType)]
+    helpers = [m for m in names_in.values() if isinstance(m, types.ModuleType) and ours(m)]
+    for name in names:
+        for where in (names_in, *map(vars, helpers)):
+            value = where.get(name)
+            if isinstance(value, (types.FunctionType, type)) and ours(value):
+                found += sources(value, seen)
+    return found
+
+
+def pytest_collection_modifyitems(items):
+    out = {}
+    for item in items:
+        seen, own = set(), sources(item.obj, set())
+        text = sources(item.obj, seen)
+        definitions = getattr(item._fixtureinfo, "name2fixturedefs", {})
+        for name in item.fixturenames:
+            for fixture in definitions.get(name, ()):
+                if ours(fixture.func) and Path(inspect.getsourcefile(fixture.func)) != TESTS / "conftest.py":
+                    text += sources(fixture.func, seen)
+        virtual = "autojump_clock" in item.fixturenames or any(VIRTUAL.search(s) for s in own)
+        out[item.nodeid] = {"realtime": any(item.iter_markers("realtime")), "virtual": virtual,
+                            "signs": sorted({m for s in text for m in SIGNS.findall(s)})}
+    Path(os.environ["SIGNS_OUT"]).write_text(json.dumps(out))
+"""
+
+
+def collected(tmp_path: Path) -> dict:
+    (tmp_path / "signs_plugin.py").write_text(SIGNS_PLUGIN)
+    out = tmp_path / "signs.json"
+    root = Path(__file__).parent.parent
+    result = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "signs_plugin", "tests"],
+                            capture_output=True, text=True, timeout=300, cwd=root,
+                            env={**os.environ, "PYTHONPATH": str(tmp_path), "TESTS_DIR": str(root / "tests"),
+                                 "SIGNS": REAL_TIME_SIGNS, "VIRTUAL": VIRTUAL_CLOCK, "SIGNS_OUT": str(out)})
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return json.loads(out.read_text())
+
+
+def test_every_test_on_real_time_is_marked_realtime(tmp_path):
+    tests = collected(tmp_path)
+    plain = {nodeid.split("[", 1)[0] for nodeid in tests}
+    assert set(EXCUSED) <= plain, f"excused tests that are gone: {sorted(set(EXCUSED) - plain)}"
+    unmarked = sorted(f"{nodeid}: {', '.join(t['signs'])}" for nodeid, t in tests.items()
+                      if t["signs"] and not t["virtual"] and not t["realtime"]
+                      and nodeid.split("[", 1)[0] not in EXCUSED)
+    assert unmarked == [], "on real time, not marked realtime (tests/conftest.py's REALTIME_PLACES):\n" + "\n".join(unmarked)
+    # whole folders: the real C++ client's tests and the TUI's
+    for folder in ("tests/real/", "tests/tui/"):
+        assert all(t["realtime"] for nodeid, t in tests.items() if nodeid.startswith(folder)), folder
+    assert not any(t["realtime"] for t in tests.values() if t["virtual"] and t["signs"] == []), \
+        "a test on the virtual clock alone waits for no real time"
