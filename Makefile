@@ -1,6 +1,7 @@
 # make lab   — prepare .venv from pyproject.toml and start the lab
-# make test  — prepare .venv and run the whole suite, then make schedules and the seed gate side by
-#              side; `make test TEST_WORKERS=3` runs the suite on 3 pytest-xdist workers
+# make test  — prepare .venv and run the whole suite in three phases (see TEST_WORKERS below): the
+#              tests not on real time on pytest-xdist workers, then the real-time ones alone, then
+#              make schedules beside the seed gate on a sample of seeds (SEED_SAMPLE)
 # make seeds — every bundled scenario, simulated, on seeds 1-20: each must be valid on every one
 # make schedules — the simulated tests again under trio scheduler seeds 1-5 (NSLAB_TEST_SEED): a
 #                  verdict that depends on the order trio runs ready tasks in fails here, replayably
@@ -38,26 +39,38 @@ bytecode: $(STAMP)
 lab: bytecode
 	$(BIN)/nslab up
 
-# TEST_WORKERS: pytest-xdist workers for the suite, 0 for none (the suite in pytest's own process).
-# With workers, --dist loadgroup keeps an xdist_group's tests on one worker (tests/conftest.py: all of
-# tests/pipeline, a module-scoped fixture's tests), and a test keeps its scheduling seed. Not the
-# default: tests on real time fail beside other workers' CPU work (three of the sped-up real-socket
-# runs of tests/lab/test_request_fault_scenarios.py, run beside tests/real on 3 workers); they need a
-# phase of their own, with nothing beside them, before workers can be the default.
-# schedules and seeds run simulated labs only, nothing on real time: side by side, each one's output
-# printed whole when it ends.
-TEST_WORKERS ?= 0
+# make test's phases; each runs even when one before it failed, and make test fails if any did.
+# 1. Every test not marked realtime, on TEST_WORKERS pytest-xdist workers (default: one per core,
+#    `nproc`, which says at least 1). --dist loadgroup keeps an xdist_group's tests on one worker
+#    (tests/conftest.py: tests/pipeline's, on Spark; a module-scoped fixture's), and a test keeps its
+#    scheduling seed and its replay command.
+# 2. The realtime tests (tests/conftest.py marks them: a verdict that depends on wall-clock time, such
+#    as a lab on sockets or paced in real time, the real C++ client, the TUI's pilot, a measured
+#    duration), in pytest's own process with nothing beside them: beside other workers' CPU work
+#    they fail now and then.
+# 3. make schedules (simulated tests only, nothing on real time) beside the seed gate on the seeds of
+#    SEED_SAMPLE, each one's output printed whole when it ends. `make seeds` is the gate on 1-20.
+# `make test TEST_WORKERS=0` runs phases 1 and 2 in pytest's own process, no workers.
+TEST_WORKERS ?= $(shell nproc)
+SEED_SAMPLE ?= 1-5
 test: bytecode
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup
-	$(MAKE) --no-print-directory -j2 --output-sync=target schedules seeds
+	@failed=; \
+	echo "make test, phase 1: the suite but its realtime tests, on $(TEST_WORKERS) workers"; \
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup -m "not realtime" || failed="$$failed 1"; \
+	echo "make test, phase 2: the realtime tests, nothing beside them"; \
+	$(BIN)/python -m pytest -n 0 -m realtime || failed="$$failed 2"; \
+	echo "make test, phase 3: make schedules beside the seed gate on seeds $(SEED_SAMPLE)"; \
+	$(MAKE) --no-print-directory -j2 --output-sync=target schedules seeds SEEDS=$(SEED_SAMPLE) || failed="$$failed 3"; \
+	if [ -n "$$failed" ]; then echo "make test: phase$$failed failed"; exit 1; fi
 
 SCHEDULES ?= 1 2 3 4 5
 schedules: bytecode
 	@for seed in $(SCHEDULES); do echo "simulated tests, NSLAB_TEST_SEED=$$seed"; \
 	  NSLAB_TEST_SEED=$$seed $(BIN)/python -m pytest -m simulated || exit 1; done
 
+SEEDS ?= 1-20
 seeds: bytecode
-	$(BIN)/nslab seeds --seeds 1-20
+	$(BIN)/nslab seeds --seeds $(SEEDS)
 
 bench: bytecode
 	$(BIN)/python benchmarks/run_all.py
