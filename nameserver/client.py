@@ -82,13 +82,22 @@ class RemotingClient:
     deadline, rather than one per call.
 
     An asynchronous call's callback runs where no task of its caller can catch what it raises;
-    `on_callback_error` gets that exception (the lab's nodes crash with it), by default the log."""
+    `on_callback_error` gets that exception (the lab's nodes crash with it), by default the log.
+
+    Whoever builds it says what the stream is, as it chose the stream: `objects` and `remote_addr`
+    as Connection takes them (by default a byte stream, its peer asked of its socket), and
+    `call_at`, a timer function `call_at(deadline, fn)` on the run's clock where the stream's
+    world has one (the simulated network's): the calls then time out by its timers, where a
+    timer costs a heap entry and a cancel scope's deadline a Cancelled exception. Without it, a
+    task of run()'s sleeps until the earliest deadline."""
 
     def __init__(self, stream: trio.abc.Stream, *, opaques: Iterator[int] | None = None,
                  on_request: Callable[[RemotingCommand], RemotingCommand | None] | None = None,
-                 on_callback_error: Callable[[Exception], None] = _log_callback_error):
+                 on_callback_error: Callable[[Exception], None] = _log_callback_error,
+                 objects: bool = False, remote_addr: str | None = None,
+                 call_at: Callable[[float, Callable[[], None]], None] | None = None):
         self.stream = stream
-        self.connection = Connection(stream)
+        self.connection = Connection(stream, objects=objects, remote_addr=remote_addr)
         self._opaques = opaques if opaques is not None else itertools.count()
         self._pending: dict[int, ResponseFuture] = {}
         # (deadline, opaque) per call, lazily: an entry may outlive its call or lag behind a
@@ -98,12 +107,10 @@ class RemotingClient:
         self._deadlines: list[tuple[float, int]] = []
         self._on_request = on_request  # server-initiated requests (e.g. NOTIFY_CONSUMER_IDS_CHANGED)
         self._on_callback_error = on_callback_error
-        # Calls time out by the stream's own timers when it has them (the simulated network's:
-        # a timer costs a heap entry where a cancel scope's deadline costs a Cancelled exception),
-        # else by a task of run()'s asleep until the earliest deadline. Never by cancelling the
-        # reader: the connection's writer runs beside it, and a write cut short mid-frame would
-        # corrupt the stream.
-        self._call_at = getattr(stream, "call_at", None)
+        # Calls time out by `call_at`'s timers when given, else by a task of run()'s asleep until
+        # the earliest deadline. Never by cancelling the reader: the connection's writer runs
+        # beside it, and a write cut short mid-frame would corrupt the stream.
+        self._call_at = call_at
         self._expiry: trio.CancelScope | None = None
         self._expiry_deadline = -math.inf  # the earliest deadline armed; -inf: none may be (not reading)
         self.closed_reason: str | None = None
@@ -178,7 +185,7 @@ class RemotingClient:
         reason = None
         try:
             async with trio.open_nursery() as nursery:
-                if self._call_at is not None:  # the stream's timers expire the calls
+                if self._call_at is not None:  # the given timers expire the calls
                     self._expiry_deadline = math.inf
                     self._arm(self._earliest_deadline())
                 else:
@@ -195,7 +202,7 @@ class RemotingClient:
             await self.connection.aclose()
 
     async def _expire_at_deadlines(self) -> None:
-        """Without the stream's timers: asleep until the earliest call's deadline, then expire."""
+        """Without given timers: asleep until the earliest call's deadline, then expire."""
         while True:
             deadline = self._earliest_deadline()
             with trio.CancelScope(deadline=deadline) as self._expiry:

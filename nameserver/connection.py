@@ -53,20 +53,14 @@ IDLE_CHECK_INTERVAL = 1.0  # how often an idle-close task with the idle time 0 (
 Handler = Callable[[RemotingCommand], RemotingCommand | None]
 
 
-def carries_objects(stream: trio.abc.Stream) -> bool:
-    """What the stream says of itself, for a builder that does not say (objects=None). Only
-    RemotingClient and the broker's ClientChannel still leave it to this; once they say, it goes
-    (tests/layout/test_imports.py lists it)."""
-    return getattr(stream, "carries_objects", False)
-
-
 class Connection:
     def __init__(self, stream: trio.abc.Stream, max_frame_length: int = FRAME_MAX_LENGTH, *,
-                 objects: bool | None = None, remote_addr: str | None = None):
-        """`objects`: whether `stream` carries commands whole (see the module's doc). `remote_addr`:
-        the peer, for logs and channels, where the stream has no socket to ask (remote_address)."""
+                 objects: bool = False, remote_addr: str | None = None):
+        """`objects`: whether `stream` carries commands whole (see the module's doc); a byte
+        stream unless the builder says so. `remote_addr`: the peer, for logs and channels, where
+        the stream has no socket to ask (remote_address)."""
         self.stream = stream
-        self.objects = carries_objects(stream) if objects is None else objects
+        self.objects = objects
         self.remote_addr = remote_address(stream) if remote_addr is None else remote_addr
         self.decoder = FrameDecoder(max_frame_length)
         self._peer_writes_bytes = not self.objects
@@ -260,9 +254,7 @@ def remote_address(stream: trio.abc.Stream) -> str:
             return f"{host}:{port}"
         except OSError:
             return "?"
-    # The simulated network's ends name their peer themselves: for the builders that do not yet
-    # pass remote_addr (see carries_objects); tests/layout/test_imports.py lists it.
-    return str(getattr(stream, "remote_addr", "?"))
+    return "?"
 
 
 # --- idle connections ---------------------------------------------------------------------------------

@@ -1,16 +1,27 @@
-"""ConsumerManager: which clients a broker knows per consumer group, from their heartbeats. Pure.
+"""ConsumerManager: which clients a broker knows per consumer group, from their heartbeats.
 
 As in RocketMQ, a client is known by the connection (channel) its heartbeat came on: a closed
-connection takes its client out of every group at once, a silent one expires after 120 s. Every
-change of a group's members or topics is reported back so the broker can send
-NOTIFY_CONSUMER_IDS_CHANGED and the group rebalances now rather than at its next 20 s round.
+connection takes its client out of every group at once, a silent one expires after 120 s. What
+happens to a group is told to the manager's ConsumerIdsChangeListener, as 4.9.8's ConsumerManager
+tells it (`handle(event, group, *args)`): CHANGE with the group's channels when its members or
+topics changed, so the broker's listener (lab/broker/server.py) sends them NOTIFY_CONSUMER_IDS_CHANGED
+and the group rebalances now rather than at its next 20 s round; UNREGISTER when the group's last
+member left; REGISTER with the subscriptions at every heartbeat.
+
+Where the lab tells CHANGE otherwise than 4.9.8 (each says so where it is): a heartbeat's change
+counts a topic list in another order too; UNREGISTER_CLIENT from a channel that was not a member
+tells no one; a member expired by the scan is told (4.9.8 removes it and then closes its channel,
+whose close event finds nothing left to remove: no one hears of it until the next 20 s round). The
+lab's CHANGE carries a second argument, why (register, unregister, closed, expired), for its event
+log.
 """
 
 from __future__ import annotations
 
+import enum
 import functools
 from dataclasses import dataclass, field
-from typing import Callable, NamedTuple
+from typing import NamedTuple, Protocol
 
 from nameserver import bodies
 
@@ -153,79 +164,108 @@ class ConsumerGroupInfo:
         return sorted({info.client_id for info in self.channel_info_table.values()})
 
 
+class ConsumerGroupEvent(enum.Enum):
+    """What happened to a consumer group (4.9.8's ConsumerGroupEvent)."""
+    CHANGE = "CHANGE"  # its members or their subscriptions changed: (its channels, why)
+    UNREGISTER = "UNREGISTER"  # its last member left: the group is gone
+    REGISTER = "REGISTER"  # a member's heartbeat: (its subscriptions)
+
+
+class ConsumerIdsChangeListener(Protocol):
+    """Who hears what happens to the consumer groups (4.9.8's ConsumerIdsChangeListener)."""
+
+    def handle(self, event: ConsumerGroupEvent, group: str, *args) -> None: ...
+
+
+class _NoListener:
+    def handle(self, event: ConsumerGroupEvent, group: str, *args) -> None:
+        pass
+
+
 class ConsumerManager:
-    def __init__(self, channel_expired_timeout: float = CHANNEL_EXPIRED_TIMEOUT):
+    def __init__(self, consumer_ids_change_listener: ConsumerIdsChangeListener | None = None,
+                 channel_expired_timeout: float = CHANNEL_EXPIRED_TIMEOUT):
+        """`consumer_ids_change_listener`: told what happens to the groups (none: no one is)."""
+        self.consumer_ids_change_listener = consumer_ids_change_listener or _NoListener()
         self.channel_expired_timeout = channel_expired_timeout
         self.consumer_table: dict[str, ConsumerGroupInfo] = {}
-        # group -> whoever relies on its member list staying as it is (a coasting rebalance
-        # round): told once, at the next change
-        self.member_watchers: dict[str, dict[Callable[[], None], None]] = {}
 
     def register_consumer(self, data: ConsumerData, client_id: str, channel: object, now: float,
-                          language: str = "JAVA", version: int = 0) -> bool:
-        """A heartbeat; True when the group's members or topics changed."""
-        info = self.consumer_table.get(data.group_name)
+                          language: str = "JAVA", version: int = 0, notify: bool = True) -> bool:
+        """A heartbeat; True when the group's members or topics changed (a topic list in another
+        order too), told as CHANGE when `notify` (the subscription group's
+        notifyConsumerIdsChangedEnable). REGISTER is told at every heartbeat."""
+        group = data.group_name
+        info = self.consumer_table.get(group)
         if info is None:
-            info = self.consumer_table[data.group_name] = ConsumerGroupInfo(
-                data.group_name, data.consume_type, data.message_model)
+            info = self.consumer_table[group] = ConsumerGroupInfo(group, data.consume_type, data.message_model)
         info.consume_type, info.message_model = data.consume_type, data.message_model
         info.consume_from_where = data.consume_from_where
         known = info.channel_info_table.get(channel)
-        joined = known is None or known.client_id != client_id
-        changed = joined or info.topics != data.topics
+        changed = known is None or known.client_id != client_id or info.topics != data.topics
         info.channel_info_table[channel] = ClientChannelInfo(client_id, now, language, version)
         info.topics = data.topics
         info.update_subscription(data.subscriptions)
-        if joined:
-            self._members_changed(data.group_name)
+        listener = self.consumer_ids_change_listener
+        if changed and notify:
+            listener.handle(ConsumerGroupEvent.CHANGE, group, list(info.channel_info_table), "register")
+        listener.handle(ConsumerGroupEvent.REGISTER, group, data.subscriptions)
         return changed
 
     def query_topic_consume_by_who(self, topic: str) -> list[str]:
         """Groups whose members subscribe to `topic` now."""
         return [group for group, info in self.consumer_table.items() if topic in info.subscription_table]
 
-    def unregister_consumer(self, group: str, channel: object) -> bool:
-        """UNREGISTER_CLIENT; True when the client was a member."""
-        info = self.consumer_table.get(group)
-        if info is None or info.channel_info_table.pop(channel, None) is None:
+    def unregister_consumer(self, group: str, channel: object, notify: bool = True) -> bool:
+        """UNREGISTER_CLIENT; True when the client was a member, told as CHANGE when `notify` (the
+        subscription group's notifyConsumerIdsChangedEnable). (4.9.8 tells CHANGE for a channel
+        that was not a member as well.)"""
+        if not self._remove(group, channel):
             return False
-        self._drop_if_empty(info)
-        self._members_changed(group)
+        if notify:
+            self._changed(group, "unregister")
         return True
 
     def do_channel_close_event(self, channel: object) -> list[str]:
-        """A connection closed: the groups it was a member of."""
-        return [group for group in list(self.consumer_table) if self.unregister_consumer(group, channel)]
+        """A connection closed: the groups it was a member of, each told as CHANGE."""
+        groups = []
+        for group in list(self.consumer_table):
+            if self._remove(group, channel):
+                groups.append(group)
+                self._changed(group, "closed")
+        return groups
 
     def scan_not_active_channel(self, now: float) -> list[tuple[str, object]]:
-        """Remove clients silent for longer than the timeout: (group, channel) each, in table order."""
+        """Remove clients silent for longer than the timeout: (group, channel) each, in table order,
+        for the caller to close. Each is told as CHANGE once all are removed (4.9.8 tells no one:
+        see the module's doc)."""
         expired = []
         for info in list(self.consumer_table.values()):
             for channel, client in list(info.channel_info_table.items()):
                 if now - client.last_update_timestamp > self.channel_expired_timeout:
                     del info.channel_info_table[channel]
                     expired.append((info.group_name, channel))
-                    self._members_changed(info.group_name)
-            self._drop_if_empty(info)
+            if not info.channel_info_table:  # gone, told to no one (as in 4.9.8)
+                del self.consumer_table[info.group_name]
+        for group, _channel in expired:
+            self._changed(group, "expired")
         return expired
 
-    def watch_members(self, group: str, watcher: Callable[[], None]) -> None:
-        self.member_watchers.setdefault(group, {})[watcher] = None
+    def _remove(self, group: str, channel: object) -> bool:
+        """ConsumerGroupInfo's unregisterChannel: whether `channel` was a member of `group`; the
+        group goes, told as UNREGISTER, with its last member."""
+        info = self.consumer_table.get(group)
+        if info is None or info.channel_info_table.pop(channel, None) is None:
+            return False
+        self._drop_if_empty(info)
+        return True
 
-    def unwatch_members(self, group: str, watcher: Callable[[], None]) -> None:
-        watchers = self.member_watchers.get(group)
-        if watchers is not None:
-            watchers.pop(watcher, None)
-            if not watchers:
-                del self.member_watchers[group]
-
-    def _members_changed(self, group: str) -> None:
-        for watcher in list(self.member_watchers.pop(group, ())):
-            watcher()
+    def _changed(self, group: str, why: str) -> None:
+        self.consumer_ids_change_listener.handle(ConsumerGroupEvent.CHANGE, group, self.get_all_channel(group), why)
 
     def _drop_if_empty(self, info: ConsumerGroupInfo) -> None:
-        if not info.channel_info_table:
-            self.consumer_table.pop(info.group_name, None)
+        if not info.channel_info_table and self.consumer_table.pop(info.group_name, None) is not None:
+            self.consumer_ids_change_listener.handle(ConsumerGroupEvent.UNREGISTER, info.group_name)
 
     def get_all_client_id(self, group: str) -> list[str]:
         info = self.consumer_table.get(group)

@@ -30,7 +30,7 @@ from typing import Callable
 import trio
 
 from nameserver import bodies
-from nameserver.connection import Connection, close_idle_channels, remote_address
+from nameserver.connection import Connection, close_idle_channels
 from nameserver.protocol import RemotingCommand, RequestCode, ResponseCode, SerializeType, fastjson
 from nameserver.protocol.codes import FAQ_URL_NO_ROUTE, PERM_READ, PERM_WRITE
 from nameserver.routes import DataVersion, TopicConfig
@@ -39,7 +39,7 @@ from nameserver.tcp import AcceptFailures, accept_forever
 from . import admin
 from .admin_processor import AdminProcessor
 from .outer_api import BrokerIdentity, BrokerOuterAPI
-from .consumer_manager import ConsumerManager, parse_heartbeat_body
+from .consumer_manager import ConsumerGroupEvent, ConsumerIdsChangeListener, ConsumerManager, parse_heartbeat_body
 from .ha import COMMIT_LOG, HA_TRANSFER, HAClient, HAService
 from .held_replies import ReplyWhenReady, SuspendedPull
 from .long_polling import LONG_POLLING_CHECK_INTERVAL, PullRequestHoldService
@@ -70,9 +70,11 @@ SEND_CODES = (RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode
 class ClientChannel:
     """One accepted connection: replies, held pulls and broker-initiated requests go out on it."""
 
-    def __init__(self, stream: trio.abc.Stream, now: float):
-        self.connection = Connection(stream)
-        self.remote_addr = remote_address(stream)
+    def __init__(self, stream: trio.abc.Stream, now: float, *, objects: bool = False, remote_addr: str | None = None):
+        """`objects`, `remote_addr`: what the stream is, as Connection takes them (by default a
+        byte stream, its peer asked of its socket)."""
+        self.connection = Connection(stream, objects=objects, remote_addr=remote_addr)
+        self.remote_addr = self.connection.remote_addr
         self.scope = trio.CancelScope()  # cancelled to close the connection
         self.serialize_type = SerializeType.JSON  # of its last heartbeat, for NOTIFY_CONSUMER_IDS_CHANGED
         self.last_activity = now  # trio time of the last request read: the idle close watches it
@@ -90,8 +92,25 @@ class ClientChannel:
         return f"<ClientChannel {self.remote_addr}>"
 
 
+class DefaultConsumerIdsChangeListener:
+    """4.9.8's: a group's CHANGE is told to each of its channels (Broker.consumer_ids_changed).
+    UNREGISTER and REGISTER feed 4.9.8's ConsumerFilterManager (the SQL92 filters' data), which the
+    lab does not keep."""
+
+    __slots__ = ("broker",)
+
+    def __init__(self, broker: Broker):
+        self.broker = broker
+
+    def handle(self, event: ConsumerGroupEvent, group: str, *args) -> None:
+        if event is ConsumerGroupEvent.CHANGE:
+            channels, change = args
+            self.broker.consumer_ids_changed(group, channels, change)
+
+
 class Broker:
     hold_service_class = PullRequestHoldService  # a subclass may hold its requests otherwise
+    channel_table_class = ChannelTable  # to the NameServers and the master: one for its network
 
     def __init__(self, node: Node, *, broker_name: str, broker_id: int, cluster_name: str,
                  namesrv_addrs: list[str], store: MessageStore, topics: dict[str, TopicConfig],
@@ -111,7 +130,8 @@ class Broker:
         self.topic_config_manager = TopicConfigManager(
             topics, auto_create_topic_enable=self.config.autoCreateTopicEnable,
             default_topic_queue_nums=self.config.defaultTopicQueueNums, now_ms=node.now_ms())
-        self.consumer_manager = ConsumerManager()
+        self.consumer_manager = ConsumerManager(self.consumer_ids_change_listener())
+        self._closing_all = False  # the whole broker stops: its channels' closes tell no one
         self.producer_manager = ProducerManager()
         # What the admin codes report (lab/broker/admin.py): counters since this broker's boot, and
         # the broker config's own DataVersion (Configuration's: bumped by a config change).
@@ -174,7 +194,7 @@ class Broker:
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self.node.crash_on_failure)
-                channels = ChannelTable(self.node, nursery)  # to NameServers and the master
+                channels = self.channel_table_class(self.node, nursery)  # to NameServers and the master
                 self.outer_api = BrokerOuterAPI(self.node, channels, self.namesrv_addrs)
                 listener, self.address = await self.node.network.listen(self.node.name, self.port)
                 listener = self.node.pause.listener(listener)
@@ -289,10 +309,9 @@ class Broker:
             del self.client_channels[channel]
             self.hold_service.drop(channel)
             self.producer_manager.do_channel_close_event(channel)
-            groups = self.consumer_manager.do_channel_close_event(channel)
-            if trio.current_effective_deadline() != -math.inf:  # not when the whole broker stops
-                for group in groups:
-                    self._consumer_ids_changed(group, "closed")
+            self._closing_all = trio.current_effective_deadline() == -math.inf
+            self.consumer_manager.do_channel_close_event(channel)
+            self._closing_all = False
             await channel.connection.aclose()
 
     def open_channel(self, stream: trio.abc.Stream) -> ClientChannel:
@@ -532,10 +551,8 @@ class Broker:
             group = self.admin_processor.find_subscription_group(consumer.group_name)
             if group is not None:
                 self._retry_topic(retry_topic(consumer.group_name), group.retryQueueNums)
-            if (self.consumer_manager.register_consumer(consumer, heartbeat.client_id, channel, now,
-                                                        req.language, req.version)
-                    and (group is None or group.notifyConsumerIdsChangedEnable)):
-                self._consumer_ids_changed(consumer.group_name, "register")
+            self.consumer_manager.register_consumer(consumer, heartbeat.client_id, channel, now, req.language,
+                                                    req.version, group is None or group.notifyConsumerIdsChangedEnable)
         # The client takes the reply's version as the broker's: a realistic one (409) lets it
         # subscribe with SQL92 as well as tags.
         return req.response(ResponseCode.SUCCESS)
@@ -544,8 +561,9 @@ class Broker:
         if req.field("producerGroup"):
             self.producer_manager.unregister_producer(req.field("producerGroup"), channel)
         group = req.field("consumerGroup")
-        if group and self.consumer_manager.unregister_consumer(group, channel):
-            self._consumer_ids_changed(group, "unregister")
+        if group:
+            config = self.admin_processor.find_subscription_group(group)
+            self.consumer_manager.unregister_consumer(group, channel, config is None or config.notifyConsumerIdsChangedEnable)
         return req.response(ResponseCode.SUCCESS)
 
     def _get_consumer_list_by_group(self, req: RemotingCommand, channel: ClientChannel) -> RemotingCommand:
@@ -574,11 +592,18 @@ class Broker:
         mq_set = body.get("mqSet", []) if isinstance(body, dict) else []
         return req.response(ResponseCode.SUCCESS, body=bodies.dump({"lockOKMQSet": mq_set}, req.serialize_type))
 
-    def _consumer_ids_changed(self, group: str, change: str) -> None:
+    def consumer_ids_change_listener(self) -> ConsumerIdsChangeListener:
+        """Who the consumer manager tells what happens to the groups (BrokerController's
+        DefaultConsumerIdsChangeListener)."""
+        return DefaultConsumerIdsChangeListener(self)
+
+    def consumer_ids_changed(self, group: str, channels: list[ClientChannel], change: str) -> None:
         """Tell every member (oneway NOTIFY_CONSUMER_IDS_CHANGED) so the group rebalances now."""
+        if self._closing_all:
+            return
         self.node.emit("broker.consumers", group=group, clients=self.consumer_manager.get_all_client_id(group),
                        change=change)
-        for channel in self.consumer_manager.get_all_channel(group):
+        for channel in channels:
             notify = RemotingCommand.request(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, {"consumerGroup": group},
                                              oneway=True, serialize_type=channel.serialize_type,
                                              opaque=next(self._opaques))
@@ -609,9 +634,8 @@ class Broker:
     async def _close_not_active_channels(self) -> None:
         for _group, channel in self.producer_manager.scan_not_active_channel(trio.current_time()):
             channel.close()
-        for group, channel in self.consumer_manager.scan_not_active_channel(trio.current_time()):
+        for _group, channel in self.consumer_manager.scan_not_active_channel(trio.current_time()):
             channel.close()
-            self._consumer_ids_changed(group, "expired")
 
     # --- admin (lab/broker/admin.py) ----------------------------------------------------------------
 

@@ -15,7 +15,7 @@ from nameserver.protocol import RequestCode, ResponseCode
 
 from lab.run.cluster import Cluster
 from lab.config import parse_duration
-from lab.remoting.channels import ChannelTable, request
+from lab.remoting.channels import request
 from lab.remoting.wire_codec import REMOTING
 
 LAB_VERBS = [
@@ -42,7 +42,7 @@ def vocabulary() -> Vocabulary:
 class LabControl:
     def __init__(self, cluster: Cluster, nursery: trio.Nursery):
         self.cluster = cluster
-        self.admin = ChannelTable(cluster.node(ADMIN_NODE), nursery)
+        self.admin = cluster.roles.channel_table(cluster.node(ADMIN_NODE), nursery)
 
     # --- validation -------------------------------------------------------------------------------
 

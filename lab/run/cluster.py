@@ -37,7 +37,7 @@ from .fake_data import Bodies
 from lab.broker.store import MessageStore
 from .nstables import merge_tables, row_changes, snapshot
 from .timeline import timeline
-from lab.remoting.channels import Node
+from lab.remoting.channels import ChannelTable, Node
 from .supervisor import NodeHandle, Supervisor, describe
 from .topology import Topology, plan
 from lab.apps.node import ROLE as APP_ROLE, AppNodes
@@ -48,18 +48,20 @@ class Roles(NamedTuple):
     broker: type[Broker]
     client_instance: type[MQClientInstance]
     consumer: type[Consumer]
+    channel_table: type[ChannelTable]  # the lab's own calls (its admin): a table for the network
 
 
 def roles_for(network: Network) -> Roles:
     """The roles' classes to run on `network`: on the simulated network the simulator's subclasses
     (lab/sim), imported only then, so that a run on sockets never loads the simulator."""
     if not isinstance(network, SimNetwork):
-        return Roles(NameServer, Broker, MQClientInstance, Consumer)
+        return Roles(NameServer, Broker, MQClientInstance, Consumer, ChannelTable)
     from lab.sim.broker import broker_class
     from lab.sim.clients import client_instance_class, consumer_class
     from lab.sim.nameserver import name_server
+    from lab.sim.remoting import SimNetworkChannelTable
     return Roles(name_server(network), broker_class(network), client_instance_class(network),
-                 consumer_class(network))
+                 consumer_class(network), SimNetworkChannelTable)
 
 
 class Cluster:

@@ -7,10 +7,11 @@ network (chaos/network.py) declines every offer and each role runs its plain flo
 and a run's event log is the same bytes (tests/lab/test_aggregation_off.py).
 
     remoting    CoastingRemotingClient: a remoting client's side of renewed and coasting calls;
-                SimChannelTable, a simulated client's channel table
+                SimChannelTable, a simulated client's channel table; SimNetworkChannelTable,
+                any other node's on the simulated network
     clients     SimMQClientInstance, SimConsumer: coasting route polls and rebalance rounds
                 (CoastingRoutePoll, CoastingRebalance)
     broker      CoastingBroker: a broker's side of them (CoastingPullRequestHoldService,
-                CoastingSuspendedPull); the member lists rebalance rounds read (MemberLists)
+                CoastingSuspendedPull); the member lists rebalance rounds read and watch (MemberWatch)
     nameserver  CoastingNameServer: a NameServer's side of coasting route polls (RouteQueryCoaster)
 """

@@ -13,8 +13,9 @@ CoastingBroker is lab.broker.server.Broker with that side, hooked on the broker'
   within the skipped round trip (`_arrived`);
 - a long-polled pull on a simulated connection is held as a CoastingSuspendedPull
   (`long_polled_pull`);
-- a simulated connection's end is handed the broker's member lists, which coasting rebalance rounds
-  read (`open_channel`; lab/clients/coasting.py);
+- a simulated connection's end is handed the broker's MemberWatch, which coasting rebalance rounds
+  read and watch (`open_channel`; lab/sim/clients.py): it wraps the broker's
+  ConsumerIdsChangeListener (`consumer_ids_change_listener`) to learn of member list changes;
 - GET_BROKER_RUNTIME_INFO counts the coasting pulls' renewals due by then before it reads
   getMissTps.
 
@@ -33,14 +34,17 @@ from typing import TYPE_CHECKING, Callable
 import trio
 
 from chaos.network import Network, SimNetwork
+from lab.broker.consumer_manager import ConsumerGroupEvent
 from lab.broker.held_replies import SuspendedPull
 from lab.broker.long_polling import HeldRequest, PullRequestHoldService
 from lab.broker.pull import FLAG_COMMIT_OFFSET
 from lab.broker.server import Broker, ClientChannel
 from nameserver.protocol import RemotingCommand
 
+from .remoting import SimNetworkChannelTable
+
 if TYPE_CHECKING:
-    from lab.broker.consumer_manager import ConsumerManager
+    from lab.broker.consumer_manager import ConsumerIdsChangeListener
 
 
 def broker_class(network: Network) -> type[Broker]:
@@ -274,39 +278,92 @@ class CoastingSuspendedPull(SuspendedPull, Renewable):
             restore(self.req.opaque, self.renewed_at + self.round_trip / 2)
 
 
-class MemberLists:
-    """What a coasting rebalance round over a simulated connection may read of a broker
-    (_SimEnd.watch_peer, lab/clients/coasting.py): its consumer groups' member lists and the
-    GET_CONSUMER_LIST_BY_GROUP body it would answer, nothing else."""
+class MemberWatch:
+    """The simulator's ear on a broker's consumer groups: the broker's ConsumerIdsChangeListener
+    wrapped, so that whoever relies on a group's member list staying as it is (a coasting rebalance
+    round) is told once, at its next change; and what such a round over a simulated connection may
+    read of the broker (_SimEnd.watch_peer hands it over as the end's `query_coaster`): a group's
+    GET_CONSUMER_LIST_BY_GROUP body and that watch, nothing else.
 
-    __slots__ = ("consumer_manager", "consumer_list_body")
+    A member list changes with a CHANGE (a member joined or left, with its group's
+    notifyConsumerIdsChangedEnable on, or its channel closed or expired), or without one where the
+    group's notifications are off: a heartbeat (REGISTER) or the group's end (UNREGISTER) that
+    leaves another list than the watch began with, or an UNREGISTER_CLIENT (`look`)."""
 
-    def __init__(self, consumer_manager: ConsumerManager, consumer_list_body: Callable[[str, int], bytes | None]):
-        self.consumer_manager = consumer_manager
-        self.consumer_list_body = consumer_list_body
+    __slots__ = ("broker", "listener", "watchers", "members")
+
+    def __init__(self, broker: Broker, listener: ConsumerIdsChangeListener):
+        self.broker, self.listener = broker, listener
+        self.watchers: dict[str, dict[Callable[[], None], None]] = {}  # group -> told at its next change
+        self.members: dict[str, list[str]] = {}  # group -> its member list when the watch began
+
+    def consumer_list_body(self, group: str, serialize_type: int) -> bytes | None:
+        return self.broker.consumer_list_body(group, serialize_type)
+
+    def watch(self, group: str, watcher: Callable[[], None]) -> None:
+        watchers = self.watchers.get(group)
+        if watchers is None:
+            watchers = self.watchers[group] = {}
+            self.members[group] = self.broker.consumer_manager.get_all_client_id(group)
+        watchers[watcher] = None
+
+    def unwatch(self, group: str, watcher: Callable[[], None]) -> None:
+        watchers = self.watchers.get(group)
+        if watchers is not None:
+            watchers.pop(watcher, None)
+            if not watchers:
+                del self.watchers[group], self.members[group]
+
+    def handle(self, event: ConsumerGroupEvent, group: str, *args) -> None:
+        """The watchers first, then the broker's listener: the change is told where it happens,
+        before the broker notifies anyone."""
+        if group in self.watchers:
+            if event is ConsumerGroupEvent.CHANGE:
+                self._members_changed(group)
+            else:
+                self.look(group)
+        self.listener.handle(event, group, *args)
+
+    def look(self, group: str) -> None:
+        """Whether `group`'s member list is another than its watch began with."""
+        members = self.members.get(group)
+        if members is not None and self.broker.consumer_manager.get_all_client_id(group) != members:
+            self._members_changed(group)
+
+    def _members_changed(self, group: str) -> None:
+        self.members.pop(group, None)
+        for watcher in list(self.watchers.pop(group, ())):
+            watcher()
 
 
 class CoastingBroker(Broker):
     """A broker on the simulated network, whose consumers' idle long polls may be renewed in place
-    and coast, and whose member lists coasting rebalance rounds may read."""
+    and coast, and whose member lists coasting rebalance rounds may read and watch."""
 
     hold_service_class = CoastingPullRequestHoldService
+    channel_table_class = SimNetworkChannelTable
 
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.member_lists = MemberLists(self.consumer_manager, self.consumer_list_body)
+    def consumer_ids_change_listener(self) -> ConsumerIdsChangeListener:
+        self.member_watch = MemberWatch(self, super().consumer_ids_change_listener())
+        return self.member_watch
 
     def open_channel(self, stream: trio.abc.Stream) -> ClientChannel:
-        channel = super().open_channel(stream)
-        if hasattr(stream, "query_coaster"):  # the simulated network's end: rebalance rounds may coast
-            stream.query_coaster = self.member_lists
+        """Every stream here is the simulated network's end: it carries commands whole and names
+        its peer (the node that dialled), and rebalance rounds over it may coast."""
+        channel = ClientChannel(stream, self.node.now(), objects=True, remote_addr=stream.remote_addr)
+        stream.query_coaster = self.member_watch
         return channel
+
+    def _unregister_client(self, req: RemotingCommand, channel: ClientChannel) -> RemotingCommand:
+        reply = super()._unregister_client(req, channel)
+        group = req.field("consumerGroup")
+        if group:  # a member that left where the group's notifications are off tells no one
+            self.member_watch.look(group)
+        return reply
 
     def long_polled_pull(self, req: RemotingCommand, channel: ClientChannel, topic: str, queue_id: int,
                          offset: int, timeout: float, check_interval: float) -> SuspendedPull:
-        if hasattr(channel.connection.stream, "renew_peer_call"):  # the simulated network's end
-            return CoastingSuspendedPull(self, req, channel, topic, queue_id, offset, timeout, check_interval)
-        return super().long_polled_pull(req, channel, topic, queue_id, offset, timeout, check_interval)
+        return CoastingSuspendedPull(self, req, channel, topic, queue_id, offset, timeout, check_interval)
 
     def _get_broker_runtime_info(self, req: RemotingCommand, channel: ClientChannel) -> RemotingCommand:
         self.hold_service.catch_up()  # coasting pulls' renewals: counted in getMissTps

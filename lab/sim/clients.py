@@ -252,7 +252,7 @@ class CoastingRebalance:
         if broker is None:
             return None
         self.broker_of[addr] = (broker, stream)
-        broker.consumer_manager.watch_members(group, self.wake)
+        broker.watch(group, self.wake)  # (lab/sim/broker.py: MemberWatch)
         body = broker.consumer_list_body(group, serialize_type)
         if body is None:
             return None
@@ -263,7 +263,7 @@ class CoastingRebalance:
         self.round_.on_give_up = None
         group = self.consumer.consumer_group
         for broker, stream in self.broker_of.values():
-            broker.consumer_manager.unwatch_members(group, self.wake)
+            broker.unwatch(group, self.wake)
             stream.unwatch(self.wake)
         self.consumer.coast = None
 

@@ -2,7 +2,7 @@
 
 Every client polls its topics' routes every 30 s; on a large cluster nearly every answer is the one
 it got last time. On a simulated network without faults a client's route poll round may coast
-(lab/clients/coasting.py: CoastingRoutePoll, through the network's `coast_queries`): the round is
+(lab/sim/clients.py: CoastingRoutePoll, through the network's `coast_queries`): the round is
 simulated in aggregate, and the NameServer only counts the queries that reached it, as
 DefaultRequestProcessor counts those it answers, and stamps them on their channel as reads. With
 NSLAB_AGGREGATE=0 the network declines, and every query is sent and answered.

@@ -8,10 +8,14 @@ call again (`renew`, given with the call); the call then keeps its opaque and co
 from when it would have been sent again. A coasting route poll or rebalance round (lab/sim/
 clients.py) puts calls it simulated back on the client's books (`adopt_async`).
 
-SimChannelTable is lab.remoting.channels.ChannelTable for a client on the simulated network
-(lab/sim/clients.py): it builds a CoastingRemotingClient on a simulated connection (nameserver.client's
-plain RemotingClient on any other stream), hands it the caller's `renew`, vouches for delivery where
-the network does, and wakes coasting calls when the client's state changed.
+SimNetworkChannelTable is lab.remoting.channels.ChannelTable on the simulated network (a broker's,
+to its NameServers and master; the lab's admin's): the RemotingClient it builds on each of the
+network's ends is told what the end is, as the table chose it — it carries commands whole, its peer
+is the address dialled, and the network's timers time its calls out.
+
+SimChannelTable is that table for a client (lab/sim/clients.py): it builds a CoastingRemotingClient,
+hands it the caller's `renew`, vouches for delivery where the network does, and wakes coasting calls
+when the client's state changed.
 """
 
 from __future__ import annotations
@@ -27,27 +31,32 @@ from nameserver.client import RemotingClient, RemotingError, ReplyCallback
 from nameserver.protocol import RemotingCommand
 
 
-class SimChannelTable(ChannelTable):
+class SimNetworkChannelTable(ChannelTable):
+    """A channel table on the simulated network, whose every stream is one of the network's ends
+    (chaos/network.py's _SimEnd)."""
+
+    def _remoting_client(self, stream: trio.abc.Stream) -> RemotingClient:
+        return RemotingClient(stream, **self._client_args(stream))
+
+    def _client_args(self, stream: trio.abc.Stream) -> dict:
+        return dict(opaques=self._opaques, on_request=self.on_request, on_callback_error=self.node.fail,
+                    objects=True, remote_addr=stream.remote_addr, call_at=stream.call_at)
+
+
+class SimChannelTable(SimNetworkChannelTable):
     """A client's channel table on the simulated network: its channels take the network's offers."""
 
     def _remoting_client(self, stream: trio.abc.Stream) -> RemotingClient:
-        if hasattr(stream, "renew_peer_call"):  # the simulated network's end
-            return CoastingRemotingClient(stream, opaques=self._opaques, on_request=self.on_request,
-                                          on_callback_error=self.node.fail)
-        return super()._remoting_client(stream)
+        return CoastingRemotingClient(stream, **self._client_args(stream))
 
     def _send_async(self, client: RemotingClient, request: RemotingCommand, timeout: float, reply: ReplyCallback,
                     renew: Callable[[], bool] | None) -> None:
-        if renew is not None and type(client) is CoastingRemotingClient:
-            client.invoke_async(request, timeout, reply, renew=renew)
-        else:
-            client.invoke_async(request, timeout, reply)
+        client.invoke_async(request, timeout, reply, renew=renew)
 
     def delivers_everything(self, channel: RemotingClient) -> bool:
         """Whether `channel` is a simulated connection on which whatever is sent arrives unless
         the connection ends (_SimEnd.delivers_everything)."""
-        check = getattr(channel.stream, "delivers_everything", None)
-        return check is not None and check()
+        return channel.stream.delivers_everything()
 
     def adopt_async(self, address: str, client: RemotingClient, request: RemotingCommand, timeout: float,
                     callback: ReplyCallback, sent_at: float) -> None:

@@ -10,6 +10,7 @@ import trio
 
 from chaos.faults import FaultError
 from chaos.links import Links
+from chaos.network import SimNetwork
 from chaos.request_faults import RequestFault, RequestFaults
 from lab.control.actions import vocabulary
 from lab.remoting.wire_codec import REMOTING, FrameCutter, rewrite_keys
@@ -30,6 +31,15 @@ async def net(request, nursery):
     return network
 
 
+def what_it_is(net, stream, *, timers: bool = False) -> dict:
+    """What the lab says of a stream it builds a connection on: on the simulated network its ends
+    carry commands whole and name their peer (and the client's calls time out by its timers)."""
+    if not isinstance(net, SimNetwork):
+        return {}
+    said = dict(objects=True, remote_addr=stream.remote_addr)
+    return {**said, "call_at": stream.call_at} if timers else said
+
+
 class Server:
     """A remoting server that answers every request SUCCESS, noting the codes it handled."""
 
@@ -44,7 +54,7 @@ class Server:
             def handle(cmd: RemotingCommand):
                 self.handled.append(cmd.code)
                 return cmd.response(ResponseCode.SUCCESS, f"handled {cmd.code}")
-            self.ended.append(await Connection(stream).serve(handle))
+            self.ended.append(await Connection(stream, **what_it_is(net, stream)).serve(handle))
             await trio.aclose_forcefully(stream)
 
         nursery.start_soon(trio.serve_listeners, serve, [listener])
@@ -52,7 +62,8 @@ class Server:
 
 
 async def client_of(net, nursery, address) -> RemotingClient:
-    client = RemotingClient(await net.connect("client", address))
+    stream = await net.connect("client", address)
+    client = RemotingClient(stream, **what_it_is(net, stream, timers=True))
     nursery.start_soon(client.run)
     return client
 
@@ -232,7 +243,7 @@ async def test_a_dialect_fault_rewrites_the_brokeraddrs_keys_of_json_route_repli
     listener, address = await net.listen("server", 0)
 
     async def serve(stream):
-        await Connection(stream).serve(lambda cmd: cmd.response(ResponseCode.SUCCESS, body=LEGACY))
+        await Connection(stream, **what_it_is(net, stream)).serve(lambda cmd: cmd.response(ResponseCode.SUCCESS, body=LEGACY))
 
     nursery.start_soon(trio.serve_listeners, serve, [listener])
     client = await client_of(net, nursery, address)

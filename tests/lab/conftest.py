@@ -13,8 +13,8 @@ from lab.broker.server import Broker
 from lab.config import LabConfig
 from lab.events import EventLog
 from lab.remoting.channels import ChannelTable, Node
+from lab.run.cluster import roles_for
 from lab.run.networks import sim_network, tcp_network
-from lab.sim.broker import broker_class
 from lab.broker.store import MessageStore
 from nameserver.protocol import RemotingCommand, RequestCode
 from nameserver.routes import TopicConfig
@@ -46,6 +46,7 @@ class Harness:
         self.events = EventLog(trio.current_time)
         self.records: list[dict] = []
         self.events.subscribers.append(self.records.append)
+        self.roles = roles_for(network)  # what the lab runs on this network (lab/run/cluster.py)
         self.nameservers: dict[str, NameServer] = {}
         self.client = self.channel_table("client")
 
@@ -53,13 +54,13 @@ class Harness:
         return Node(name, self.network, self.events, self.config, random.Random(0))
 
     def channel_table(self, name: str, on_request=None) -> ChannelTable:
-        return ChannelTable(self.node(name), self.nursery, on_request=on_request)
+        return self.roles.channel_table(self.node(name), self.nursery, on_request=on_request)
 
     def kinds(self, kind: str, **match) -> list[dict]:
         return [r for r in self.records if r["kind"] == kind and all(r.get(k) == v for k, v in match.items())]
 
     async def start_nameserver(self, name: str = "ns-0", port: int = 9876) -> str:
-        server = NameServer()
+        server = self.roles.name_server()
         listener, address = await self.network.listen(name, port)
         await self.nursery.start(server.serve, [listener])
         self.nameservers[address] = server
@@ -68,8 +69,7 @@ class Harness:
     async def start_broker(self, name: str = "broker-a-0", *, broker_name: str = "broker-a", broker_id: int = 0,
                            store: MessageStore | None = None, topics: dict | None = None,
                            **kwargs) -> RunningBroker:
-        # the broker the lab runs on this network (lab/run/cluster.py)
-        broker = broker_class(self.network)(
+        broker = self.roles.broker(
             self.node(name), broker_name=broker_name, broker_id=broker_id, cluster_name="DefaultCluster",
             namesrv_addrs=list(self.nameservers), store=store if store is not None else MessageStore(),
             topics=topics if topics is not None else {TOPIC: TopicConfig(TOPIC, 4, 4, 6)}, **kwargs)

@@ -23,7 +23,6 @@ from lab.remoting.channels import Node
 from lab.sim.clients import client_instance_class, consumer_class
 from lab.broker.store import MessageStore
 from nameserver.protocol import RequestCode, ResponseCode
-from nameserver.server import NameServer
 
 TOPIC = "TopicTest"  # the topic conftest's brokers serve, 4 queues each
 
@@ -39,7 +38,7 @@ class ClientLab:
         listener, address = await self.sim.network.listen(name, port)
         scope = self.ns_scopes[name] = trio.CancelScope()
 
-        server = self.sim.nameservers[address] = NameServer()  # brokers register with each listed
+        server = self.sim.nameservers[address] = self.sim.roles.name_server()  # brokers register with each listed
 
         async def serve(task_status=trio.TASK_STATUS_IGNORED):
             with scope:

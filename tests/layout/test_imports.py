@@ -140,15 +140,7 @@ def test_no_role_module_imports_the_simulator_but_what_is_listed_as_left():
 STREAM_PEEK = re.compile(r"\b(getattr|hasattr)\(\s*([\w.]*\bstream)\s*,\s*(['\"])(\w+)\3")
 # A socket stream's peer address is a description every TCP stream gives, not a simulation test.
 STREAM_PEEKS_DESCRIBING = {"nameserver/connection.py": {"getattr(stream, socket)"}}
-STREAM_PEEKS_LEFT: dict[str, set[str]] = {
-    # Connection's fallbacks for builders that do not say yet whether the stream carries objects,
-    # or who the peer is: RemotingClient (nameserver/client.py, built by lab/sim/remoting.py) and
-    # the broker's ClientChannel (lab/broker/server.py, lab/sim/broker.py) are to pass
-    # objects=/remote_addr=, as lab/sim/nameserver.py does
-    "nameserver/connection.py": {"getattr(stream, carries_objects)", "getattr(stream, remote_addr)"},
-    # RemotingClient's timers from the stream's clock: being removed from nameserver/client.py
-    "nameserver/client.py": {"getattr(stream, call_at)"},
-}
+STREAM_PEEKS_LEFT: dict[str, set[str]] = {}  # the builders say what a stream is (objects=, remote_addr=, call_at=)
 
 
 def stream_peeks(text: str) -> set[str]:
@@ -177,10 +169,7 @@ def test_no_role_module_peeks_at_a_stream_but_what_is_listed_as_left():
 # The simulator's words: its aggregation of idle traffic ("coasting") and its hooks on a simulated
 # stream.
 SIMULATION_WORDS = ("coast", "renew_peer_call", "call_renewer", "query_coaster", "watch_peer")
-SIMULATION_WORDS_LEFT: dict[str, set[str]] = {
-    # the member-list watch coasting rebalances used: declared queries instead (lab/sim/clients.py)
-    "lab/broker/consumer_manager.py": {"coast"},
-}
+SIMULATION_WORDS_LEFT: dict[str, set[str]] = {}  # coasting rebalances watch the broker's listener (lab/sim/broker.py)
 
 
 def test_no_role_module_speaks_of_the_simulator_but_what_is_listed_as_left():
