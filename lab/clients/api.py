@@ -13,6 +13,7 @@ from typing import NamedTuple
 import trio
 
 from lab.remoting.channels import LAB_SERIALIZE_TYPE, ChannelTable, Node, request
+from lab.remoting.flow import Step, in_task
 from nameserver import bodies
 from nameserver.client import RemotingError, RemotingTimeoutError
 from nameserver.protocol import RemotingCommand, RequestCode, ResponseCode, SerializeType
@@ -258,6 +259,16 @@ class MQClientAPI:
         self.channels.invoke_async(addr, request(code, fields, body), timeout,
                                    _AsyncReply(code, addr, read, ok, on_result), renew=renew)
 
+    def _step(self, addr: str, code: int, fields: dict, timeout: float, read) -> Step:
+        """_call as a Step (lab/remoting/flow.py): in a flow, by invokeAsync on the open channel to
+        `addr` (its reply resumes the flow), or by a task that connects first; in a task, _call."""
+        def start(resume) -> None:
+            if self.channels.is_connected(addr):
+                self._call_async(addr, code, fields, timeout, read, resume)
+            else:
+                in_task(self.channels.nursery, self._call, addr, code, fields, timeout, read).start(resume)
+        return Step(start, lambda: self._call(addr, code, fields, timeout, read))
+
     async def invoke_oneway(self, addr: str, code: int, fields: dict) -> None:
         if not self.channels.is_connected(addr):
             await self.connect(addr)
@@ -322,22 +333,12 @@ class MQClientAPI:
         self.channels.invoke_async(addr, consumer_list_query(consumer_group), timeout,
                                    consumer_ids_reply(addr, on_result))
 
-    async def query_consumer_offset(self, addr: str, group: str, mq: MessageQueue, timeout: float) -> int:
-        """MQBrokerError (22 QUERY_NOT_FOUND, say) when the broker has no offset for it."""
-        return await self._call(addr, RequestCode.QUERY_CONSUMER_OFFSET, _offset_query(group, mq), timeout, _offset)
+    def query_consumer_offset(self, addr: str, group: str, mq: MessageQueue, timeout: float) -> Step:
+        """The offset; MQBrokerError (22 QUERY_NOT_FOUND, say) when the broker has none for it."""
+        return self._step(addr, RequestCode.QUERY_CONSUMER_OFFSET, _offset_query(group, mq), timeout, _offset)
 
-    def query_consumer_offset_async(self, addr: str, group: str, mq: MessageQueue, timeout: float,
-                                    on_result) -> None:
-        """On the open channel to `addr`: `on_result` gets the offset, or what query_consumer_offset raises."""
-        self._call_async(addr, RequestCode.QUERY_CONSUMER_OFFSET, _offset_query(group, mq), timeout, _offset,
-                         on_result)
-
-    async def get_max_offset(self, addr: str, mq: MessageQueue, timeout: float) -> int:
-        return await self._call(addr, RequestCode.GET_MAX_OFFSET, _max_offset_query(mq), timeout, _offset)
-
-    def get_max_offset_async(self, addr: str, mq: MessageQueue, timeout: float, on_result) -> None:
-        """On the open channel to `addr`: `on_result` gets the offset, or what get_max_offset raises."""
-        self._call_async(addr, RequestCode.GET_MAX_OFFSET, _max_offset_query(mq), timeout, _offset, on_result)
+    def get_max_offset(self, addr: str, mq: MessageQueue, timeout: float) -> Step:
+        return self._step(addr, RequestCode.GET_MAX_OFFSET, _max_offset_query(mq), timeout, _offset)
 
     async def update_consumer_offset_oneway(self, addr: str, group: str, mq: MessageQueue, offset: int) -> None:
         await self.invoke_oneway(addr, RequestCode.UPDATE_CONSUMER_OFFSET, {
