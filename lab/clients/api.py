@@ -276,9 +276,19 @@ class MQClientAPI:
 
     # --- NameServer -------------------------------------------------------------------------------
 
-    async def get_topic_route_info_from_name_server(self, topic: str, timeout: float) -> TopicRouteData:
-        """MQBrokerError(17) when the NameServer knows no route; RemotingError when none answers.
-        The same body gives the same TopicRouteData (decode_route)."""
+    def get_topic_route_info_from_name_server(self, topic: str, timeout: float) -> Step:
+        """The route; MQBrokerError(17) when the NameServer knows none; RemotingError when none
+        answers. The same body gives the same TopicRouteData (decode_route). In a flow, by
+        invokeAsync while the chosen NameServer's channel is open; else (a connect, a failover,
+        a client of another language) as a task does it."""
+        def start(resume) -> None:
+            if self.node.config.client.routeParser == "fastjson" and self.namesrv.is_sticky(self.channels.is_connected):
+                self.channels.invoke_async(self.namesrv.chosen, route_query(topic), timeout, route_reply(topic, resume))
+            else:
+                in_task(self.channels.nursery, self._route_by_task, topic, timeout).start(resume)
+        return Step(start, lambda: self._route_by_task(topic, timeout))
+
+    async def _route_by_task(self, topic: str, timeout: float) -> TopicRouteData:
         parser = self.node.config.client.routeParser
         if parser != "fastjson":  # a client in another language: JSON, its version, its parser
             code = RequestCode.GET_ROUTEINFO_BY_TOPIC
@@ -289,18 +299,6 @@ class MQClientAPI:
                                (ResponseCode.SUCCESS,))
         return await self._call(None, RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic}, timeout,
                                 lambda r: decode_route(topic, r.body or b"", r.serialize_type))
-
-    def get_topic_route_info_async(self, topic: str, timeout: float, on_result) -> bool:
-        """get_topic_route_info_from_name_server by callback: `on_result` gets the route, or the
-        exception the call would raise. False, and nothing sent, when the call would have to wait
-        first (no open channel to the chosen NameServer: a connect, a failover) or is not the
-        lab's own (a client of another language)."""
-        if self.node.config.client.routeParser != "fastjson" or not self.namesrv.is_sticky(self.channels.is_connected):
-            return False
-        self.channels.invoke_async(self.namesrv.chosen, route_query(topic), timeout, route_reply(topic, on_result))
-        return True
-
-    # --- broker: producer -------------------------------------------------------------------------
 
     def send_message_async(self, addr: str, mq: MessageQueue, producer_group: str, body: bytes,
                            properties: str, born_timestamp: int, msg_id: str, timeout: float, on_result) -> None:
@@ -324,14 +322,9 @@ class MQClientAPI:
         self._call_async(addr, RequestCode.PULL_MESSAGE, fields, timeout, _pull_result, on_result,
                          ok=PULL_CODES, renew=renew)
 
-    async def get_consumer_id_list_by_group(self, addr: str, consumer_group: str, timeout: float) -> tuple[str, ...]:
-        return await self._call(addr, RequestCode.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": consumer_group},
-                                timeout, _consumer_id_list)
-
-    def get_consumer_id_list_by_group_async(self, addr: str, consumer_group: str, timeout: float, on_result) -> None:
-        """On the open channel to `addr`: `on_result` gets the list, or the exception the call ended with."""
-        self.channels.invoke_async(addr, consumer_list_query(consumer_group), timeout,
-                                   consumer_ids_reply(addr, on_result))
+    def get_consumer_id_list_by_group(self, addr: str, consumer_group: str, timeout: float) -> Step:
+        return self._step(addr, RequestCode.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": consumer_group},
+                          timeout, _consumer_id_list)
 
     def query_consumer_offset(self, addr: str, group: str, mq: MessageQueue, timeout: float) -> Step:
         """The offset; MQBrokerError (22 QUERY_NOT_FOUND, say) when the broker has none for it."""

@@ -14,14 +14,12 @@ Events: `consumer.rebalance` when a topic's assignment changes, `consumer.consum
 
 from __future__ import annotations
 
-import functools
 import logging
 import re
 
 import trio
 
-from lab.remoting.flow import Flow, in_task
-from lab.remoting.handover import CallbackRound
+from lab.remoting.flow import in_task
 from lab.remoting.message import MessageFormatError, decode_messages, offset_msg_id
 from lab.remoting.channels import Node
 from nameserver.client import RemotingError
@@ -266,78 +264,30 @@ class Consumer:
     # --- rebalance ------------------------------------------------------------------------------------
 
     async def do_rebalance(self) -> None:
-        """Every topic, one after another. While its broker's channel is open, the next topic's
-        member list is asked from the reply callback of the one before (_rebalance_by_callbacks),
-        and a topic whose queues change is rebalanced by a Flow from there: 2,000 topics wake this
-        task once. It steps in for a topic whose member list needs a wait (a route refresh, a
-        connect)."""
-        topics, at = self.topics, 0
-        self.rebalances += 1
-        while at < len(topics) and not self.stopping:
-            at, asked = await self._rebalance_by_callbacks(topics, at)
-            if at < len(topics):
-                await self.rebalance_by_topic(topics[at], *asked)
-                at += 1
+        """doRebalance: every subscribed topic, one after another. The rebalance service runs it
+        as a Flow (lab/remoting/flow.py): a round of 2,000 topics' member lists wakes no task."""
+        self.rebalances += 1  # this round's random picks are drawn by it (consumer_list_broker)
+        await self._rebalance_topics(self.topics)
 
-    async def rebalance_by_topic(self, topic: str, *asked) -> None:
+    async def _rebalance_topics(self, topics: list[str]) -> None:
+        for topic in topics:
+            if self.stopping:
+                return
+            await self.rebalance_by_topic(topic)
+
+    async def rebalance_by_topic(self, topic: str) -> None:
         """rebalanceByTopic (clustering): the topic's queues shared out among the group's members
         as one broker of the topic sees them; without the queues or the members, the assignment
-        stays as it is. `asked`: (the queues, the broker picked) when the round read them already."""
-        mq_set, *picked = asked or (self.topic_subscribe_info_table.get(topic),)
-        cid_all = await self.instance.find_consumer_id_list(topic, self.consumer_group, self._round_key(), *picked)
-        if mq_set and cid_all:
-            await self._rebalance_queues(topic, mq_set, cid_all)
-
-    async def _rebalance_queues(self, topic: str, mq_set: list[MessageQueue], cid_all: tuple[str, ...]) -> None:
-        """rebalanceByTopic's second half: allocate, then updateProcessQueueTableInRebalance."""
+        stays as it is. Then updateProcessQueueTableInRebalance, unless the allocation is the
+        queues it pulls already (keeps_queues)."""
+        mq_set = self.topic_subscribe_info_table.get(topic)
+        cid_all = await self.instance.find_consumer_id_list(topic, self.consumer_group, self._round_key())
+        if self.stopping or not mq_set or not cid_all or self.keeps_queues(topic, mq_set, cid_all):
+            return
         allocated = allocate_averagely(self.instance.client_id, mq_set, cid_all)
         if await self.update_process_queue_table(topic, allocated) and not self.stopping:
-            self._rebalanced(topic, allocated, cid_all)
-
-    def _rebalanced(self, topic: str, allocated: list[MessageQueue], cid_all: tuple[str, ...]) -> None:
-        self.node.emit("consumer.rebalance", topic=topic, queues=[str(mq) for mq in allocated], consumers=len(cid_all))
-
-    async def _rebalance_by_callbacks(self, topics: list[str], at: int) -> tuple[int, tuple]:
-        """Rebalance topics[at:] from reply callbacks while their member lists need no wait; (where
-        it stopped, (the queues, the broker picked) for that topic)."""
-        round_ = CallbackRound(at)
-
-        def ask_next() -> None:
-            if round_.at >= len(topics):
-                round_.stop(())
-                return
-            topic = topics[round_.at]
-            mq_set = self.topic_subscribe_info_table.get(topic)
-            addr = self.consumer_list_broker(topic)
-            if addr is None or not self.instance.find_consumer_id_list_async(
-                    addr, self.consumer_group, functools.partial(on_answer, mq_set, addr)):
-                round_.stop((mq_set, addr))
-
-        def on_answer(mq_set, addr: str, cid_all: list[str] | None) -> None:
-            if round_.given_up or self.stopping:
-                return  # the client stopping: as an abandoned call's reply
-            topic = topics[round_.at]
-            if mq_set and cid_all and not self.keeps_queues(topic, mq_set, cid_all):
-                Flow(self._rebalance_queues(topic, mq_set, cid_all), on_rebalanced).start()
-                return
-            round_.at += 1
-            ask_next()
-
-        def on_rebalanced(_, error: BaseException | None) -> None:
-            if error is not None:
-                self.node.fail(error)
-            elif not (round_.given_up or self.stopping):
-                round_.at += 1
-                ask_next()
-
-        asked = await round_.run(lambda: self._start_rebalance_round(topics, round_, on_answer, ask_next))
-        return round_.at, asked
-
-    def _start_rebalance_round(self, topics: list[str], round_: CallbackRound, on_answer, ask_next) -> None:
-        """The first step of _rebalance_by_callbacks' run: `ask_next()` asks topics[round_.at]'s
-        member list, each answer (`on_answer(mq_set, addr, cid_all)`) the next. An overridable
-        point: a subclass may begin the run otherwise, as long as it goes on through these two."""
-        ask_next()
+            self.node.emit("consumer.rebalance", topic=topic, queues=[str(mq) for mq in allocated],
+                           consumers=len(cid_all))
 
     def consumer_list_broker(self, topic: str) -> str | None:
         """The broker this round asks for the topic's member list (MQClientInstance.consumer_list_broker):

@@ -43,6 +43,12 @@ class Step:
         return outcome
 
 
+def in_flow() -> bool:
+    """Whether the code running now is a Flow's (rather than a task's): a step with no task
+    version may only be awaited there."""
+    return _driving
+
+
 def in_task(nursery: trio.Nursery, fn: Callable[..., Awaitable[Any]], *args: Any) -> Step:
     """`await fn(*args)` as a step: a flow runs it in a task of `nursery` and goes on with what it
     returns or raises (an Exception; trio's Cancelled ends the task, not the flow, which is then
