@@ -259,15 +259,19 @@ class MQClientAPI:
         self.channels.invoke_async(addr, request(code, fields, body), timeout,
                                    _AsyncReply(code, addr, read, ok, on_result), renew=renew)
 
-    def _step(self, addr: str, code: int, fields: dict, timeout: float, read) -> Step:
+    def _step(self, addr: str, code: int, fields: dict, timeout: float, read, *, body: bytes | None = None,
+              ok: tuple[int, ...] = (ResponseCode.SUCCESS,)) -> Step:
         """_call as a Step (lab/remoting/flow.py): in a flow, by invokeAsync on the open channel to
         `addr` (its reply resumes the flow), or by a task that connects first; in a task, _call."""
         def start(resume) -> None:
             if self.channels.is_connected(addr):
-                self._call_async(addr, code, fields, timeout, read, resume)
+                self._call_async(addr, code, fields, timeout, read, resume, body=body, ok=ok)
             else:
-                in_task(self.channels.nursery, self._call, addr, code, fields, timeout, read).start(resume)
-        return Step(start, lambda: self._call(addr, code, fields, timeout, read))
+                in_task(self.channels.nursery, call).start(resume)
+
+        def call():
+            return self._call(addr, code, fields, timeout, read, body=body, ok=ok)
+        return Step(start, call)
 
     async def invoke_oneway(self, addr: str, code: int, fields: dict) -> None:
         if not self.channels.is_connected(addr):
@@ -300,19 +304,20 @@ class MQClientAPI:
         return await self._call(None, RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic}, timeout,
                                 lambda r: decode_route(topic, r.body or b"", r.serialize_type))
 
-    def send_message_async(self, addr: str, mq: MessageQueue, producer_group: str, body: bytes,
-                           properties: str, born_timestamp: int, msg_id: str, timeout: float, on_result) -> None:
-        """SEND_MESSAGE_V2 with its short keys, as invokeAsync: `on_result` gets the SendResult, or
-        the exception the send ended with."""
+    def send_message(self, addr: str, mq: MessageQueue, producer_group: str, body: bytes, properties: str,
+                     born_timestamp: int, msg_id: str, timeout: float) -> Step:
+        """SEND_MESSAGE_V2 with its short keys (sendMessage): the SendResult. A Step: by invokeAsync
+        on the open channel to `addr`, else by a task that connects first (the connect counts
+        against `timeout`)."""
         fields = {
             "a": producer_group, "b": mq.topic, "c": DEFAULT_TOPIC, "d": DEFAULT_TOPIC_QUEUE_NUMS,
             "e": mq.queue_id, "f": 0, "g": born_timestamp, "h": 0, "i": properties, "j": 0,
             "k": "false", "m": "false", "n": mq.broker_name,
         }
-        self._call_async(addr, RequestCode.SEND_MESSAGE_V2, fields, timeout, lambda r: SendResult(
+        return self._step(addr, RequestCode.SEND_MESSAGE_V2, fields, timeout, lambda r: SendResult(
             SEND_STATUS[r.code], msg_id, r.require("msgId"),
             MessageQueue(mq.topic, mq.broker_name, r.require_int("queueId")), r.require_int("queueOffset")),
-            on_result, body=body, ok=SEND_REPLY_CODES)
+            body=body, ok=SEND_REPLY_CODES)
 
     # --- broker: consumer -------------------------------------------------------------------------
 

@@ -9,7 +9,6 @@ failure are for a task. The callbacks `give` the reason the chain stopped; the t
 
 from __future__ import annotations
 
-
 import trio
 
 
