@@ -40,7 +40,8 @@ CASES = {  # class, method, the one node it raises on (None: every broker — th
     "consumer pull callback": (Consumer, "_on_pulled", "consumer-0", lambda c: c.node.name == "consumer-0"),
     # sendDefaultImpl's flow, resumed by each send's reply callback, records each attempt there
     "producer send flow": (Producer, "_attempt", "producer-0", lambda p: p.node.name == "producer-0"),
-    "slave replication callback": (HAClient, "_on_transfer", "broker-a-1", lambda h: h.node.name == "broker-a-1"),
+    # HAClient's flow, resumed by each transfer's reply callback, applies each reply there
+    "slave replication flow": (HAClient, "_apply", "broker-a-1", lambda h: h.node.name == "broker-a-1"),
     "broker held request answer": (ClientChannel, "send_soon", None, lambda c: True),
 }
 
