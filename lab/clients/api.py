@@ -20,6 +20,7 @@ from nameserver.protocol import RemotingCommand, RequestCode, ResponseCode, Seri
 from nameserver.routes import TopicRouteData
 
 from . import route_parsers
+from .decoded import DecodedBodies
 from .errors import MQBrokerError, MQClientError, RemotingConnectError
 from .namesrv import NamesrvSelector
 from .route_cache import MessageQueue
@@ -85,82 +86,26 @@ class _AsyncReply:
         self.on_result(result)
 
 
-# The last consumer id lists decoded, per (body, serialize type): every member asks a broker for
-# its group once per topic every 20 s, and a broker keeps its answer's bytes while the group stays
-# as it is. Shared, so a tuple; bounded.
-_decoded_id_lists: dict[tuple[bytes, int], tuple[str, ...]] = {}
-DECODED_ID_LISTS_MAX = 1_000
-
-
-def _consumer_id_list(response: RemotingCommand) -> tuple[str, ...]:
-    return consumer_id_list_of(response.body or b"", response.serialize_type)
-
-
-def consumer_id_list_of(body: bytes, serialize_type: int) -> tuple[str, ...]:
-    """The consumer ids in a GET_CONSUMER_LIST_BY_GROUP answer's body."""
-    key = (body, serialize_type)
-    ids = _decoded_id_lists.get(key)
-    if ids is None:
-        ids = tuple(str(c) for c in bodies.load(body, serialize_type)["consumerIdList"])
-        if len(_decoded_id_lists) >= DECODED_ID_LISTS_MAX:
-            _decoded_id_lists.clear()
-        _decoded_id_lists[key] = ids
-    return ids
-
-
-# The last route body decoded per (topic, serialize type), and its TopicRouteData. Every client
-# polls every topic every 30 s and the answer is nearly always the last one: decoding it again, and
-# comparing the routes field by field, was most of a poll's cost, and each of 20 clients of 2,000
-# topics kept its own copy of every route. Routes are never changed once decoded, so clients share
-# them. A simulated NameServer's bodies are shared bytes objects: `is` mostly settles it.
-# Bounded: a sweep's worker runs many runs, each with its seed's topic names.
-_decoded_routes: dict[tuple[str, int], tuple[bytes, TopicRouteData]] = {}
-DECODED_ROUTES_MAX = 20_000
-
-
-def forget_decoded() -> None:
-    """Start a run with no decoded bodies from an earlier one in this process: which objects a run's
-    clients share must not depend on what ran before it (whoever compares them by identity)."""
-    _decoded_routes.clear()
-    _decoded_id_lists.clear()
-
-
-def decode_route(topic: str, body: bytes, serialize_type: int) -> TopicRouteData:
-    key = (topic, serialize_type)
-    last = _decoded_routes.get(key)
-    if last is not None and (last[0] is body or last[0] == body):
-        return last[1]
-    route = bodies.route_from_wire(bodies.load(body, serialize_type))
-    if len(_decoded_routes) >= DECODED_ROUTES_MAX and key not in _decoded_routes:
-        _decoded_routes.clear()
-    _decoded_routes[key] = (body, route)
-    return route
-
-
 def route_query(topic: str) -> RemotingCommand:
     """GET_ROUTEINFO_BY_TOPIC as the lab's clients ask it."""
     return request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic})
 
 
-def route_reply(topic: str, on_result) -> _AsyncReply:
+def route_reply(decoded: DecodedBodies, topic: str, on_result) -> _AsyncReply:
     """Where a route query's reply goes; errors name the NameServer as _call's do."""
-    return _AsyncReply(RequestCode.GET_ROUTEINFO_BY_TOPIC, None, lambda r: decode_route(topic, r.body or b"", r.serialize_type),
-                       (ResponseCode.SUCCESS,), on_result)
+    return _AsyncReply(RequestCode.GET_ROUTEINFO_BY_TOPIC, None,
+                       lambda r: decoded.route(topic, r.body or b"", r.serialize_type), (ResponseCode.SUCCESS,),
+                       on_result)
 
 
 def consumer_list_query(consumer_group: str) -> RemotingCommand:
     return request(RequestCode.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": consumer_group})
 
 
-def consumer_ids_reply(addr: str, on_result) -> _AsyncReply:
-    return _AsyncReply(RequestCode.GET_CONSUMER_LIST_BY_GROUP, addr, _consumer_id_list, (ResponseCode.SUCCESS,),
+def consumer_ids_reply(decoded: DecodedBodies, addr: str, on_result) -> _AsyncReply:
+    return _AsyncReply(RequestCode.GET_CONSUMER_LIST_BY_GROUP, addr,
+                       lambda r: decoded.consumer_ids(r.body or b"", r.serialize_type), (ResponseCode.SUCCESS,),
                        on_result)
-
-
-def last_decoded_routes(topics: list[str], serialize_type: int) -> list[tuple[bytes, TopicRouteData] | None]:
-    """(body, route) per topic: the route body decode_route last decoded for it, and its route."""
-    get = _decoded_routes.get
-    return [get((topic, serialize_type)) for topic in topics]
 
 
 def _pull_result(response: RemotingCommand) -> PullResult:
@@ -181,8 +126,11 @@ def _max_offset_query(mq: MessageQueue) -> dict:
 
 
 class MQClientAPI:
-    def __init__(self, node: Node, channels: ChannelTable, namesrv: NamesrvSelector):
+    def __init__(self, node: Node, channels: ChannelTable, namesrv: NamesrvSelector,
+                 decoded: DecodedBodies | None = None):
+        """`decoded`: the run's shared decoded bodies (lab/clients/decoded.py); its own by default."""
         self.node = node
+        self.decoded = decoded if decoded is not None else DecodedBodies()
         self.channels = channels
         self.namesrv = namesrv
         self.namesrv_in_use: str | None = None  # the NameServer the last call went to
@@ -282,12 +230,13 @@ class MQClientAPI:
 
     def get_topic_route_info_from_name_server(self, topic: str, timeout: float) -> Step:
         """The route; MQBrokerError(17) when the NameServer knows none; RemotingError when none
-        answers. The same body gives the same TopicRouteData (decode_route). In a flow, by
+        answers. The same body gives the same TopicRouteData (DecodedBodies.route). In a flow, by
         invokeAsync while the chosen NameServer's channel is open; else (a connect, a failover,
         a client of another language) as a task does it."""
         def start(resume) -> None:
             if self.node.config.client.routeParser == "fastjson" and self.namesrv.is_sticky(self.channels.is_connected):
-                self.channels.invoke_async(self.namesrv.chosen, route_query(topic), timeout, route_reply(topic, resume))
+                self.channels.invoke_async(self.namesrv.chosen, route_query(topic), timeout,
+                                           route_reply(self.decoded, topic, resume))
             else:
                 in_task(self.channels.nursery, self._route_by_task, topic, timeout).start(resume)
         return Step(start, lambda: self._route_by_task(topic, timeout))
@@ -302,7 +251,7 @@ class MQClientAPI:
                                lambda r: bodies.route_from_wire(route_parsers.load_route(r.body or b"", parser)),
                                (ResponseCode.SUCCESS,))
         return await self._call(None, RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic}, timeout,
-                                lambda r: decode_route(topic, r.body or b"", r.serialize_type))
+                                lambda r: self.decoded.route(topic, r.body or b"", r.serialize_type))
 
     def send_message(self, addr: str, mq: MessageQueue, producer_group: str, body: bytes, properties: str,
                      born_timestamp: int, msg_id: str, timeout: float) -> Step:
@@ -329,7 +278,7 @@ class MQClientAPI:
 
     def get_consumer_id_list_by_group(self, addr: str, consumer_group: str, timeout: float) -> Step:
         return self._step(addr, RequestCode.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": consumer_group},
-                          timeout, _consumer_id_list)
+                          timeout, lambda r: self.decoded.consumer_ids(r.body or b"", r.serialize_type))
 
     def query_consumer_offset(self, addr: str, group: str, mq: MessageQueue, timeout: float) -> Step:
         """The offset; MQBrokerError (22 QUERY_NOT_FOUND, say) when the broker has none for it."""

@@ -31,6 +31,7 @@ from nameserver.protocol import RemotingCommand, RequestCode, ResponseCode
 from nameserver.routes import MASTER_ID, TopicRouteData
 
 from .api import MQClientAPI
+from .decoded import DecodedBodies
 from .errors import MQBrokerError, MQClientError, NoRouteInfoError, code_name
 from .namesrv import NamesrvSelector, namesrv_source
 from .route_cache import FindBrokerResult, KeyedDraws, MessageQueue, RouteCache, RoutePoll, unremarkable_fetch
@@ -61,10 +62,12 @@ class MQClientInstance:
     api_class = MQClientAPI  # MQClientAPIImpl, built in __init__
 
     def __init__(self, node: Node, namesrv_addrs: str | list[str] | None, nursery: trio.Nursery, *,
-                 properties: Mapping[str, str] | None = None, env: Mapping[str, str] | None = None):
+                 properties: Mapping[str, str] | None = None, env: Mapping[str, str] | None = None,
+                 decoded: DecodedBodies | None = None):
         """namesrv_addrs: 'a:9876;b:9876', a list, or None to look at `properties`
         (rocketmq.namesrv.addr, rocketmq.namesrv.domain), then NAMESRV_ADDR in `env` (default:
-        the process environment), then the HTTP address server."""
+        the process environment), then the HTTP address server. `decoded`: the run's shared
+        decoded bodies (lab/clients/decoded.py), the instance's own by default."""
         self.node = node
         self.config = node.config.client
         self.client_id = f"{CLIENT_IP}@{node.name}"
@@ -75,7 +78,7 @@ class MQClientInstance:
                                      on_request=self._process_request)
         namesrv = NamesrvSelector(node.rng)
         namesrv.update_addr_list(self.source.addrs)
-        self.api = self.api_class(node, self.channels, namesrv)
+        self.api = self.api_class(node, self.channels, namesrv, decoded)
         self.route_cache = RouteCache()
         # Members: each says whether it lacks a topic's route and takes every changed route.
         self.producers: list[Producer] = []

@@ -131,7 +131,7 @@ class CoastingRoutePoll:
         instance, topics = self.instance, self.topics
         source = (instance.api.namesrv.chosen, self.client)
         cached, fetched_from = instance.route_cache.topic_route_table.get, instance.last_fetch_source
-        held = client_api.last_decoded_routes(topics, serialize_type)
+        held = instance.api.decoded.last_routes(topics, serialize_type)
         for topic, decoded in zip(topics, held):
             if decoded is None or cached(topic) is not decoded[1] or fetched_from(topic) != source:
                 return None
@@ -270,7 +270,7 @@ class CoastingRebalance:
         body = broker.consumer_list_body(group, serialize_type)
         if body is None:
             return None
-        return client, stream, body, client_api.consumer_id_list_of(body, serialize_type)
+        return client, stream, body, self.consumer.instance.api.decoded.consumer_ids(body, serialize_type)
 
     def _let_go(self) -> None:
         self.done = True
@@ -368,13 +368,13 @@ class SimMQClientAPI(MQClientAPI):
         call = self._offered.pop(("route", topic), None) if self._offered else None
         if call is None:
             return super().get_topic_route_info_from_name_server(topic, timeout)
-        return call.step(functools.partial(client_api.route_reply, topic))
+        return call.step(functools.partial(client_api.route_reply, self.decoded, topic))
 
     def get_consumer_id_list_by_group(self, addr: str, consumer_group: str, timeout: float) -> Step:
         call = self._offered.pop(("consumers", consumer_group), None) if self._offered else None
         if call is None:
             return super().get_consumer_id_list_by_group(addr, consumer_group, timeout)
-        return call.step(functools.partial(client_api.consumer_ids_reply, call.addr))
+        return call.step(functools.partial(client_api.consumer_ids_reply, self.decoded, call.addr))
 
 
 def client_instance_class(network: Network) -> type[MQClientInstance]:
