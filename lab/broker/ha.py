@@ -25,7 +25,6 @@ in RocketMQ. A slave whose offset is beyond the master's log gets code 1: the lo
 
 from __future__ import annotations
 
-import functools
 import math
 from typing import Callable, Hashable
 
@@ -37,7 +36,8 @@ from nameserver.client import RemotingError
 from nameserver.protocol import RemotingCommand, ResponseCode
 from nameserver.routes import DataVersion
 
-from lab.remoting.handover import Handover
+from lab.remoting import flow
+from lab.remoting.flow import in_task
 from lab.remoting.message import MessageFormatError
 from lab.remoting.channels import ChannelTable, Node, request
 from .store import MessageStore
@@ -117,58 +117,36 @@ class HAClient:
         self._offsets_version: int | None = None
         self._topics_version: list[int] | None = None
         self._next_offsets_sync = -math.inf  # when the slave next asks for consumer offsets
-        self._handover: Handover | None = None  # the chain of transfers running now, if any
         self._trouble: str | None = None  # the last failure reported, until a transfer succeeds
 
     async def run(self) -> None:
-        """Transfers one after another, each sent from the reply to the one before, so a replicated
-        message wakes no task; this task connects, and after a failure reports it (once per change
-        of trouble) and waits haSendHeartbeatInterval before trying again."""
+        """HAClient.run, as a Flow (lab/remoting/flow.py): each transfer's reply resumes it, so a
+        replicated message wakes no task."""
+        await flow.run(self._replicate())
+
+    async def _replicate(self) -> None:
+        """Transfers one after another to the master the registrations name (reportSlaveMaxOffset:
+        the offset it has, answered with the commit log past it); after a failure, report it (once
+        per change of trouble) and wait haSendHeartbeatInterval before trying again."""
         while True:
             master = self.master_addr
             try:
                 if master is None:
                     raise RemotingError("master address unknown")
-                await self.channels.connect(master)
-                self._handover = handover = Handover()
-                try:
-                    self._transfer(master, handover)
-                    trouble = await handover.take()
-                finally:
-                    self._handover = None  # a reply still on its way is dropped
-                if trouble is not None:
-                    raise trouble
+                while self.master_addr == master:
+                    self._apply(master, await self.channels.call(master, self._transfer_request(),
+                                                                 self.heartbeat_interval + HA_HOUSEKEEPING_INTERVAL))
+                    self._trouble = None
             except (RemotingError, MessageFormatError, ValueError) as e:
                 if str(e) != self._trouble:  # one event per change of trouble, not one per retry
                     self._trouble = str(e)
                     self.node.emit("broker.replicate", master=master, ok=False, error=self._trouble)
-                await self.node.sleep(self.heartbeat_interval)
+                await in_task(self.channels.nursery, self.node.sleep, self.heartbeat_interval)
 
-    def _transfer(self, master: str, handover: Handover) -> None:
+    def _transfer_request(self) -> RemotingCommand:
         state = {"offset": self.store.max_physical_offset, "offsetsVersion": self._offsets_version,
                  "syncOffsets": trio.current_time() >= self._next_offsets_sync, "dataVersion": self._topics_version}
-        try:
-            self.channels.invoke_async(master, request(HA_TRANSFER, body=msgpack.packb(state)),
-                                       self.heartbeat_interval + HA_HOUSEKEEPING_INTERVAL,
-                                       functools.partial(self._on_transfer, master, handover))
-        except RemotingError as e:
-            handover.give(e)
-
-    def _on_transfer(self, master: str, handover: Handover, reply: RemotingCommand | RemotingError) -> None:
-        if self._handover is not handover:
-            return  # the task went on without this chain (the broker stopped, say)
-        try:
-            if isinstance(reply, RemotingError):
-                raise reply
-            self._apply(master, reply)
-        except (RemotingError, MessageFormatError, ValueError) as e:
-            handover.give(e)
-            return
-        self._trouble = None
-        if self.master_addr != master:
-            handover.give(None)  # the task connects to the new master
-        else:
-            self._transfer(master, handover)
+        return request(HA_TRANSFER, body=msgpack.packb(state))
 
     def _apply(self, master: str, reply: RemotingCommand) -> None:
         if reply.code != ResponseCode.SUCCESS:

@@ -13,12 +13,14 @@ from typing import NamedTuple
 import trio
 
 from lab.remoting.channels import LAB_SERIALIZE_TYPE, ChannelTable, Node, request
+from lab.remoting.flow import Step, in_task
 from nameserver import bodies
 from nameserver.client import RemotingError, RemotingTimeoutError
 from nameserver.protocol import RemotingCommand, RequestCode, ResponseCode, SerializeType
 from nameserver.routes import TopicRouteData
 
 from . import route_parsers
+from .decoded import DecodedBodies
 from .errors import MQBrokerError, MQClientError, RemotingConnectError
 from .namesrv import NamesrvSelector
 from .route_cache import MessageQueue
@@ -84,82 +86,26 @@ class _AsyncReply:
         self.on_result(result)
 
 
-# The last consumer id lists decoded, per (body, serialize type): every member asks a broker for
-# its group once per topic every 20 s, and a broker keeps its answer's bytes while the group stays
-# as it is. Shared, so a tuple; bounded.
-_decoded_id_lists: dict[tuple[bytes, int], tuple[str, ...]] = {}
-DECODED_ID_LISTS_MAX = 1_000
-
-
-def _consumer_id_list(response: RemotingCommand) -> tuple[str, ...]:
-    return consumer_id_list_of(response.body or b"", response.serialize_type)
-
-
-def consumer_id_list_of(body: bytes, serialize_type: int) -> tuple[str, ...]:
-    """The consumer ids in a GET_CONSUMER_LIST_BY_GROUP answer's body."""
-    key = (body, serialize_type)
-    ids = _decoded_id_lists.get(key)
-    if ids is None:
-        ids = tuple(str(c) for c in bodies.load(body, serialize_type)["consumerIdList"])
-        if len(_decoded_id_lists) >= DECODED_ID_LISTS_MAX:
-            _decoded_id_lists.clear()
-        _decoded_id_lists[key] = ids
-    return ids
-
-
-# The last route body decoded per (topic, serialize type), and its TopicRouteData. Every client
-# polls every topic every 30 s and the answer is nearly always the last one: decoding it again, and
-# comparing the routes field by field, was most of a poll's cost, and each of 20 clients of 2,000
-# topics kept its own copy of every route. Routes are never changed once decoded, so clients share
-# them. A simulated NameServer's bodies are shared bytes objects: `is` mostly settles it.
-# Bounded: a sweep's worker runs many runs, each with its seed's topic names.
-_decoded_routes: dict[tuple[str, int], tuple[bytes, TopicRouteData]] = {}
-DECODED_ROUTES_MAX = 20_000
-
-
-def forget_decoded() -> None:
-    """Start a run with no decoded bodies from an earlier one in this process: which objects a run's
-    clients share must not depend on what ran before it (whoever compares them by identity)."""
-    _decoded_routes.clear()
-    _decoded_id_lists.clear()
-
-
-def decode_route(topic: str, body: bytes, serialize_type: int) -> TopicRouteData:
-    key = (topic, serialize_type)
-    last = _decoded_routes.get(key)
-    if last is not None and (last[0] is body or last[0] == body):
-        return last[1]
-    route = bodies.route_from_wire(bodies.load(body, serialize_type))
-    if len(_decoded_routes) >= DECODED_ROUTES_MAX and key not in _decoded_routes:
-        _decoded_routes.clear()
-    _decoded_routes[key] = (body, route)
-    return route
-
-
 def route_query(topic: str) -> RemotingCommand:
     """GET_ROUTEINFO_BY_TOPIC as the lab's clients ask it."""
     return request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic})
 
 
-def route_reply(topic: str, on_result) -> _AsyncReply:
+def route_reply(decoded: DecodedBodies, topic: str, on_result) -> _AsyncReply:
     """Where a route query's reply goes; errors name the NameServer as _call's do."""
-    return _AsyncReply(RequestCode.GET_ROUTEINFO_BY_TOPIC, None, lambda r: decode_route(topic, r.body or b"", r.serialize_type),
-                       (ResponseCode.SUCCESS,), on_result)
+    return _AsyncReply(RequestCode.GET_ROUTEINFO_BY_TOPIC, None,
+                       lambda r: decoded.route(topic, r.body or b"", r.serialize_type), (ResponseCode.SUCCESS,),
+                       on_result)
 
 
 def consumer_list_query(consumer_group: str) -> RemotingCommand:
     return request(RequestCode.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": consumer_group})
 
 
-def consumer_ids_reply(addr: str, on_result) -> _AsyncReply:
-    return _AsyncReply(RequestCode.GET_CONSUMER_LIST_BY_GROUP, addr, _consumer_id_list, (ResponseCode.SUCCESS,),
+def consumer_ids_reply(decoded: DecodedBodies, addr: str, on_result) -> _AsyncReply:
+    return _AsyncReply(RequestCode.GET_CONSUMER_LIST_BY_GROUP, addr,
+                       lambda r: decoded.consumer_ids(r.body or b"", r.serialize_type), (ResponseCode.SUCCESS,),
                        on_result)
-
-
-def last_decoded_routes(topics: list[str], serialize_type: int) -> list[tuple[bytes, TopicRouteData] | None]:
-    """(body, route) per topic: the route body decode_route last decoded for it, and its route."""
-    get = _decoded_routes.get
-    return [get((topic, serialize_type)) for topic in topics]
 
 
 def _pull_result(response: RemotingCommand) -> PullResult:
@@ -180,8 +126,11 @@ def _max_offset_query(mq: MessageQueue) -> dict:
 
 
 class MQClientAPI:
-    def __init__(self, node: Node, channels: ChannelTable, namesrv: NamesrvSelector):
+    def __init__(self, node: Node, channels: ChannelTable, namesrv: NamesrvSelector,
+                 decoded: DecodedBodies | None = None):
+        """`decoded`: the run's shared decoded bodies (lab/clients/decoded.py); its own by default."""
         self.node = node
+        self.decoded = decoded if decoded is not None else DecodedBodies()
         self.channels = channels
         self.namesrv = namesrv
         self.namesrv_in_use: str | None = None  # the NameServer the last call went to
@@ -258,6 +207,20 @@ class MQClientAPI:
         self.channels.invoke_async(addr, request(code, fields, body), timeout,
                                    _AsyncReply(code, addr, read, ok, on_result), renew=renew)
 
+    def _step(self, addr: str, code: int, fields: dict, timeout: float, read, *, body: bytes | None = None,
+              ok: tuple[int, ...] = (ResponseCode.SUCCESS,)) -> Step:
+        """_call as a Step (lab/remoting/flow.py): in a flow, by invokeAsync on the open channel to
+        `addr` (its reply resumes the flow), or by a task that connects first; in a task, _call."""
+        def start(resume) -> None:
+            if self.channels.is_connected(addr):
+                self._call_async(addr, code, fields, timeout, read, resume, body=body, ok=ok)
+            else:
+                in_task(self.channels.nursery, call).start(resume)
+
+        def call():
+            return self._call(addr, code, fields, timeout, read, body=body, ok=ok)
+        return Step(start, call)
+
     async def invoke_oneway(self, addr: str, code: int, fields: dict) -> None:
         if not self.channels.is_connected(addr):
             await self.connect(addr)
@@ -265,9 +228,20 @@ class MQClientAPI:
 
     # --- NameServer -------------------------------------------------------------------------------
 
-    async def get_topic_route_info_from_name_server(self, topic: str, timeout: float) -> TopicRouteData:
-        """MQBrokerError(17) when the NameServer knows no route; RemotingError when none answers.
-        The same body gives the same TopicRouteData (decode_route)."""
+    def get_topic_route_info_from_name_server(self, topic: str, timeout: float) -> Step:
+        """The route; MQBrokerError(17) when the NameServer knows none; RemotingError when none
+        answers. The same body gives the same TopicRouteData (DecodedBodies.route). In a flow, by
+        invokeAsync while the chosen NameServer's channel is open; else (a connect, a failover,
+        a client of another language) as a task does it."""
+        def start(resume) -> None:
+            if self.node.config.client.routeParser == "fastjson" and self.namesrv.is_sticky(self.channels.is_connected):
+                self.channels.invoke_async(self.namesrv.chosen, route_query(topic), timeout,
+                                           route_reply(self.decoded, topic, resume))
+            else:
+                in_task(self.channels.nursery, self._route_by_task, topic, timeout).start(resume)
+        return Step(start, lambda: self._route_by_task(topic, timeout))
+
+    async def _route_by_task(self, topic: str, timeout: float) -> TopicRouteData:
         parser = self.node.config.client.routeParser
         if parser != "fastjson":  # a client in another language: JSON, its version, its parser
             code = RequestCode.GET_ROUTEINFO_BY_TOPIC
@@ -277,33 +251,22 @@ class MQClientAPI:
                                lambda r: bodies.route_from_wire(route_parsers.load_route(r.body or b"", parser)),
                                (ResponseCode.SUCCESS,))
         return await self._call(None, RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic}, timeout,
-                                lambda r: decode_route(topic, r.body or b"", r.serialize_type))
+                                lambda r: self.decoded.route(topic, r.body or b"", r.serialize_type))
 
-    def get_topic_route_info_async(self, topic: str, timeout: float, on_result) -> bool:
-        """get_topic_route_info_from_name_server by callback: `on_result` gets the route, or the
-        exception the call would raise. False, and nothing sent, when the call would have to wait
-        first (no open channel to the chosen NameServer: a connect, a failover) or is not the
-        lab's own (a client of another language)."""
-        if self.node.config.client.routeParser != "fastjson" or not self.namesrv.is_sticky(self.channels.is_connected):
-            return False
-        self.channels.invoke_async(self.namesrv.chosen, route_query(topic), timeout, route_reply(topic, on_result))
-        return True
-
-    # --- broker: producer -------------------------------------------------------------------------
-
-    def send_message_async(self, addr: str, mq: MessageQueue, producer_group: str, body: bytes,
-                           properties: str, born_timestamp: int, msg_id: str, timeout: float, on_result) -> None:
-        """SEND_MESSAGE_V2 with its short keys, as invokeAsync: `on_result` gets the SendResult, or
-        the exception the send ended with."""
+    def send_message(self, addr: str, mq: MessageQueue, producer_group: str, body: bytes, properties: str,
+                     born_timestamp: int, msg_id: str, timeout: float) -> Step:
+        """SEND_MESSAGE_V2 with its short keys (sendMessage): the SendResult. A Step: by invokeAsync
+        on the open channel to `addr`, else by a task that connects first (the connect counts
+        against `timeout`)."""
         fields = {
             "a": producer_group, "b": mq.topic, "c": DEFAULT_TOPIC, "d": DEFAULT_TOPIC_QUEUE_NUMS,
             "e": mq.queue_id, "f": 0, "g": born_timestamp, "h": 0, "i": properties, "j": 0,
             "k": "false", "m": "false", "n": mq.broker_name,
         }
-        self._call_async(addr, RequestCode.SEND_MESSAGE_V2, fields, timeout, lambda r: SendResult(
+        return self._step(addr, RequestCode.SEND_MESSAGE_V2, fields, timeout, lambda r: SendResult(
             SEND_STATUS[r.code], msg_id, r.require("msgId"),
             MessageQueue(mq.topic, mq.broker_name, r.require_int("queueId")), r.require_int("queueOffset")),
-            on_result, body=body, ok=SEND_REPLY_CODES)
+            body=body, ok=SEND_REPLY_CODES)
 
     # --- broker: consumer -------------------------------------------------------------------------
 
@@ -313,31 +276,16 @@ class MQClientAPI:
         self._call_async(addr, RequestCode.PULL_MESSAGE, fields, timeout, _pull_result, on_result,
                          ok=PULL_CODES, renew=renew)
 
-    async def get_consumer_id_list_by_group(self, addr: str, consumer_group: str, timeout: float) -> tuple[str, ...]:
-        return await self._call(addr, RequestCode.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": consumer_group},
-                                timeout, _consumer_id_list)
+    def get_consumer_id_list_by_group(self, addr: str, consumer_group: str, timeout: float) -> Step:
+        return self._step(addr, RequestCode.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": consumer_group},
+                          timeout, lambda r: self.decoded.consumer_ids(r.body or b"", r.serialize_type))
 
-    def get_consumer_id_list_by_group_async(self, addr: str, consumer_group: str, timeout: float, on_result) -> None:
-        """On the open channel to `addr`: `on_result` gets the list, or the exception the call ended with."""
-        self.channels.invoke_async(addr, consumer_list_query(consumer_group), timeout,
-                                   consumer_ids_reply(addr, on_result))
+    def query_consumer_offset(self, addr: str, group: str, mq: MessageQueue, timeout: float) -> Step:
+        """The offset; MQBrokerError (22 QUERY_NOT_FOUND, say) when the broker has none for it."""
+        return self._step(addr, RequestCode.QUERY_CONSUMER_OFFSET, _offset_query(group, mq), timeout, _offset)
 
-    async def query_consumer_offset(self, addr: str, group: str, mq: MessageQueue, timeout: float) -> int:
-        """MQBrokerError (22 QUERY_NOT_FOUND, say) when the broker has no offset for it."""
-        return await self._call(addr, RequestCode.QUERY_CONSUMER_OFFSET, _offset_query(group, mq), timeout, _offset)
-
-    def query_consumer_offset_async(self, addr: str, group: str, mq: MessageQueue, timeout: float,
-                                    on_result) -> None:
-        """On the open channel to `addr`: `on_result` gets the offset, or what query_consumer_offset raises."""
-        self._call_async(addr, RequestCode.QUERY_CONSUMER_OFFSET, _offset_query(group, mq), timeout, _offset,
-                         on_result)
-
-    async def get_max_offset(self, addr: str, mq: MessageQueue, timeout: float) -> int:
-        return await self._call(addr, RequestCode.GET_MAX_OFFSET, _max_offset_query(mq), timeout, _offset)
-
-    def get_max_offset_async(self, addr: str, mq: MessageQueue, timeout: float, on_result) -> None:
-        """On the open channel to `addr`: `on_result` gets the offset, or what get_max_offset raises."""
-        self._call_async(addr, RequestCode.GET_MAX_OFFSET, _max_offset_query(mq), timeout, _offset, on_result)
+    def get_max_offset(self, addr: str, mq: MessageQueue, timeout: float) -> Step:
+        return self._step(addr, RequestCode.GET_MAX_OFFSET, _max_offset_query(mq), timeout, _offset)
 
     async def update_consumer_offset_oneway(self, addr: str, group: str, mq: MessageQueue, offset: int) -> None:
         await self.invoke_oneway(addr, RequestCode.UPDATE_CONSUMER_OFFSET, {

@@ -14,14 +14,12 @@ Events: `consumer.rebalance` when a topic's assignment changes, `consumer.consum
 
 from __future__ import annotations
 
-import functools
 import logging
 import re
-from typing import Callable
 
 import trio
 
-from lab.remoting.handover import CallbackRound
+from lab.remoting.flow import in_task
 from lab.remoting.message import MessageFormatError, decode_messages, offset_msg_id
 from lab.remoting.channels import Node
 from nameserver.client import RemotingError
@@ -266,93 +264,30 @@ class Consumer:
     # --- rebalance ------------------------------------------------------------------------------------
 
     async def do_rebalance(self) -> None:
-        """Every topic, one after another. While a topic's assignment stays as it is and its broker's
-        channel is open, the next topic's member list is asked from the reply callback of the one
-        before (_rebalance_by_callbacks), and a topic's new queues are added from callbacks too:
-        2,000 topics wake this task once. It steps in for a topic that must wait (a route refresh,
-        a connect) or that takes queues away (their offsets are persisted first)."""
-        topics, at = self.topics, 0
-        self.rebalances += 1
-        while at < len(topics) and not self.stopping:
-            at, stopped_at = await self._rebalance_by_callbacks(topics, at)
-            if at < len(topics):
-                await self.rebalance_by_topic(topics[at], stopped_at)
-                at += 1
+        """doRebalance: every subscribed topic, one after another. The rebalance service runs it
+        as a Flow (lab/remoting/flow.py): a round of 2,000 topics' member lists wakes no task."""
+        self.rebalances += 1  # this round's random picks are drawn by it (consumer_list_broker)
+        await self._rebalance_topics(self.topics)
 
-    async def rebalance_by_topic(self, topic: str, begun: tuple = ()) -> None:
-        """Without the queues or the member list, the assignment stays as it is. `begun`: as far
-        as the callbacks got with this topic — (its queues, the broker picked to ask), the
-        members it answered, and (the new queues not added yet, whether some were, where the
-        first of them stopped) when they began adding queues."""
-        if len(begun) >= 3:
-            mq_set, _, cid_all = begun[:3]
-        else:
-            mq_set = begun[0] if begun else self.topic_subscribe_info_table.get(topic)
-            cid_all = await self.instance.find_consumer_id_list(topic, self.consumer_group, self._round_key(),
-                                                                *begun[1:])
-        if not mq_set or not cid_all:
+    async def _rebalance_topics(self, topics: list[str]) -> None:
+        for topic in topics:
+            if self.stopping:
+                return
+            await self.rebalance_by_topic(topic)
+
+    async def rebalance_by_topic(self, topic: str) -> None:
+        """rebalanceByTopic (clustering): the topic's queues shared out among the group's members
+        as one broker of the topic sees them; without the queues or the members, the assignment
+        stays as it is. Then updateProcessQueueTableInRebalance, unless the allocation is the
+        queues it pulls already (keeps_queues)."""
+        mq_set = self.topic_subscribe_info_table.get(topic)
+        cid_all = await self.instance.find_consumer_id_list(topic, self.consumer_group, self._round_key())
+        if self.stopping or not mq_set or not cid_all or self.keeps_queues(topic, mq_set, cid_all):
             return
         allocated = allocate_averagely(self.instance.client_id, mq_set, cid_all)
-        remaining, added, stopped_at = begun[3:] if len(begun) == 6 else (None, False, None)
-        if (await self.update_process_queue_table(topic, allocated, remaining, stopped_at) or added) \
-                and not self.stopping:
-            self._rebalanced(topic, allocated, cid_all)
-
-    def _rebalanced(self, topic: str, allocated: list[MessageQueue], cid_all: tuple[str, ...]) -> None:
-        self.node.emit("consumer.rebalance", topic=topic, queues=[str(mq) for mq in allocated], consumers=len(cid_all))
-
-    async def _rebalance_by_callbacks(self, topics: list[str], at: int) -> tuple[int, tuple]:
-        """Rebalance topics[at:] from reply callbacks while that needs no wait and takes no queue
-        away; (where it stopped, what it learnt of that topic so far: see rebalance_by_topic)."""
-        round_ = CallbackRound(at)
-
-        def ask_next() -> None:
-            if round_.at >= len(topics):
-                round_.stop(())
-                return
-            topic = topics[round_.at]
-            mq_set = self.topic_subscribe_info_table.get(topic)
-            addr = self.consumer_list_broker(topic)
-            if addr is None or not self.instance.find_consumer_id_list_async(
-                    addr, self.consumer_group, functools.partial(on_answer, mq_set, addr)):
-                round_.stop((mq_set, addr))
-
-        def on_answer(mq_set, addr: str, cid_all: list[str] | None) -> None:
-            if round_.given_up or self.stopping:
-                return  # the client stopping: as an abandoned call's reply
-            topic = topics[round_.at]
-            if mq_set and cid_all and not self.keeps_queues(topic, mq_set, cid_all):
-                allocated = allocate_averagely(self.instance.client_id, mq_set, cid_all)
-                if not self.process_queue_table.assigned(topic) <= set(allocated):
-                    round_.stop((mq_set, addr, cid_all))  # the task takes queues away: persists their offsets
-                    return
-                fresh = [mq for mq in allocated if mq not in self.process_queue_table]
-                self._add_by_callbacks(fresh, 0, lambda: round_.given_up or self.stopping, functools.partial(
-                    on_added, topic, (mq_set, addr, cid_all), allocated, fresh))
-                return
-            round_.at += 1
-            ask_next()
-
-        def on_added(topic: str, begun: tuple, allocated: list, fresh: list, at: int, added: bool,
-                     stopped_at: object) -> None:
-            if round_.given_up or self.stopping:
-                return
-            if at < len(fresh):
-                round_.stop((*begun, fresh[at:], added, stopped_at))  # the task adds the rest, waiting as it must
-                return
-            if added:
-                self._rebalanced(topic, allocated, begun[2])
-            round_.at += 1
-            ask_next()
-
-        stopped_at = await round_.run(lambda: self._start_rebalance_round(topics, round_, on_answer, ask_next))
-        return round_.at, stopped_at
-
-    def _start_rebalance_round(self, topics: list[str], round_: CallbackRound, on_answer, ask_next) -> None:
-        """The first step of _rebalance_by_callbacks' run: `ask_next()` asks topics[round_.at]'s
-        member list, each answer (`on_answer(mq_set, addr, cid_all)`) the next. An overridable
-        point: a subclass may begin the run otherwise, as long as it goes on through these two."""
-        ask_next()
+        if await self.update_process_queue_table(topic, allocated) and not self.stopping:
+            self.node.emit("consumer.rebalance", topic=topic, queues=[str(mq) for mq in allocated],
+                           consumers=len(cid_all))
 
     def consumer_list_broker(self, topic: str) -> str | None:
         """The broker this round asks for the topic's member list (MQClientInstance.consumer_list_broker):
@@ -374,38 +309,24 @@ class Consumer:
         self._kept[topic] = (mq_set, cid_all)
         return True
 
-    async def update_process_queue_table(self, topic: str, allocated: list[MessageQueue],
-                                         remaining: list[MessageQueue] | None = None,
-                                         stopped_at: object = None) -> bool:
-        """Queues taken away are dropped and their offsets persisted; new ones get an offset (one
-        query after another, as RocketMQ's) and their first pull. The new ones go by reply
-        callbacks while no wait is needed (_add_by_callbacks): 80,000 queues assigned when a large
-        cluster starts wake no task each. `remaining`: the new queues the rebalance round's
-        callbacks left to add (having taken none away), the first `stopped_at` where they stopped."""
+    async def update_process_queue_table(self, topic: str, allocated: list[MessageQueue]) -> bool:
+        """updateProcessQueueTableInRebalance: queues taken away are dropped and their offsets
+        persisted (removeUnnecessaryMessageQueue); each new one gets its offset (one query after
+        another, as RocketMQ's) and its first pull. Whether the table changed. A step of a Flow
+        or of a task (lab/remoting/flow.py): a large cluster's 80,000 first offsets wake no task."""
         changed = False
-        if remaining is None:
-            keep = set(allocated)
-            taken_away = [mq for mq in self.process_queue_table.of_topic(topic) if mq not in keep]
-            for mq in taken_away:
-                self.process_queue_table.pop(mq).drop()
-                await self.persist(mq)  # so the next owner starts where this one stopped
-                self.offset_store.remove_offset(mq)
-                changed = True
-        fresh = [mq for mq in allocated if mq not in self.process_queue_table] if remaining is None else remaining
-        at = 0
-        while at < len(fresh):
-            if at or remaining is None:
-                at, added, stopped_at = await self._added_by_callbacks(fresh, at)
-                changed |= added
-            if at < len(fresh):
-                mq = fresh[at]
-                if stopped_at == "max_offset":  # its broker has no offset for the group
-                    next_offset = await self._offset_when_none(mq)
-                else:
-                    self.offset_store.remove_offset(mq)
-                    next_offset = await self.compute_pull_from_where(mq)
-                changed |= self._add_queue(mq, next_offset)
-                at += 1
+        keep = set(allocated)
+        for mq in [mq for mq in self.process_queue_table.of_topic(topic) if mq not in keep]:
+            self.process_queue_table.pop(mq).drop()
+            await in_task(self.instance.nursery, self.persist, mq)  # so the next owner starts where this one stopped
+            self.offset_store.remove_offset(mq)
+            changed = True
+        for mq in allocated:
+            if self.stopping:
+                break  # as RocketMQ's stopped consumer: no more queries, no queue
+            if mq not in self.process_queue_table:
+                self.offset_store.remove_offset(mq)  # removeDirtyOffset
+                changed |= self._add_queue(mq, await self.compute_pull_from_where(mq))
         return changed
 
     def _add_queue(self, mq: MessageQueue, next_offset: int) -> bool:
@@ -419,91 +340,25 @@ class Consumer:
             self._pull_task(mq, pq, trouble)
         return True
 
-    async def _added_by_callbacks(self, fresh: list[MessageQueue], at: int) -> tuple[int, bool, object]:
-        """_add_by_callbacks, for a task: what it comes to."""
-        round_ = CallbackRound(at)
-        return await round_.run(lambda: self._add_by_callbacks(
-            fresh, at, lambda: round_.given_up or self.stopping, lambda *outcome: round_.stop(outcome)))
-
-    def _add_by_callbacks(self, fresh: list[MessageQueue], at: int, given_up: Callable[[], bool],
-                          done: Callable[[int, bool, object], None]) -> None:
-        """Add fresh[at:] from reply callbacks while their brokers' channels are open and cached;
-        then done(where it stopped, whether any was added, "max_offset" when that queue's offset
-        query is answered and its max offset must be asked by a task). A reply after given_up()
-        is ignored, as an abandoned call's is."""
-        added = False
-        api, group = self.instance.api, self.consumer_group
-
-        def add_next() -> None:
-            nonlocal at
-            if at >= len(fresh):
-                done(at, added, None)
-                return
-            mq = fresh[at]
-            self.offset_store.remove_offset(mq)
-            found = self.instance.route_cache.find_broker_address_in_subscribe(mq.broker_name, MASTER_ID, True)
-            if found is None:
-                done(at, added, None)  # the task refreshes the route
-                return
-            try:
-                api.query_consumer_offset_async(found.broker_addr, group, mq, OFFSET_RPC_TIMEOUT,
-                                                functools.partial(on_offset, mq))
-            except RemotingError:  # no open channel: the task connects
-                done(at, added, None)
-
-        def on_offset(mq: MessageQueue, result: int | Exception) -> None:
-            if given_up():
-                return
-            if isinstance(result, int):
-                added_with(mq, result)
-            elif not isinstance(result, MQBrokerError):
-                log.info("%s: offset of %s unknown: %s", self.instance.client_id, mq, result)
-                added_with(mq, -1)
-            elif self.config.consumeFromWhere == "CONSUME_FROM_FIRST_OFFSET" or mq.topic == self.retry_topic:
-                added_with(mq, 0)
-            else:
-                addr = self.instance.route_cache.find_broker_address_in_publish(mq.broker_name)
-                if addr is None:
-                    added_with(mq, -1)
-                    return
-                try:
-                    api.get_max_offset_async(addr, mq, MAX_OFFSET_TIMEOUT, functools.partial(on_max_offset, mq))
-                except RemotingError:  # no open channel: the task connects
-                    done(at, added, "max_offset")
-
-        def on_max_offset(mq: MessageQueue, result: int | Exception) -> None:
-            if given_up():
-                return
-            if not isinstance(result, int):
-                log.info("%s: max offset of %s unknown: %s", self.instance.client_id, mq, result)
-                result = -1
-            added_with(mq, result)
-
-        def added_with(mq: MessageQueue, next_offset: int) -> None:
-            nonlocal added, at
-            added |= self._add_queue(mq, next_offset)
-            at += 1
-            add_next()
-
-        add_next()
-
     # --- offsets --------------------------------------------------------------------------------------
 
     async def _offset_broker(self, mq: MessageQueue) -> str:
         """Offsets belong to the master; with it gone (after a route refresh) any broker of the name."""
         found = self.instance.route_cache.find_broker_address_in_subscribe(mq.broker_name, MASTER_ID, True)
         if found is None:  # not in the cache: refresh the route first
-            found = await self.instance.find_broker_address_in_subscribe(mq, MASTER_ID, True)
+            found = await in_task(self.instance.nursery, self.instance.find_broker_address_in_subscribe,
+                                  mq, MASTER_ID, True)
         if found is None:
             raise MQClientError(f"The broker[{mq.broker_name}] not exist")
         return found.broker_addr
 
     async def compute_pull_from_where(self, mq: MessageQueue) -> int:
-        """The broker's stored offset; with none (the broker says so), consumeFromWhere decides:
-        the queue's max offset or 0. -1 when the brokers cannot be asked."""
+        """computePullFromWhere: the broker's stored offset; with none (the broker says so),
+        consumeFromWhere decides: the queue's max offset or 0. -1 when the brokers cannot be asked."""
+        api = self.instance.api
         try:
-            return await self.instance.api.query_consumer_offset(await self._offset_broker(mq), self.consumer_group,
-                                                                 mq, OFFSET_RPC_TIMEOUT)
+            return await api.query_consumer_offset(await self._offset_broker(mq), self.consumer_group, mq,
+                                                   OFFSET_RPC_TIMEOUT)
         except MQBrokerError:
             pass  # no offset stored for this group and queue
         except (RemotingError, MQClientError) as e:
@@ -511,15 +366,11 @@ class Consumer:
             return -1
         if self.config.consumeFromWhere == "CONSUME_FROM_FIRST_OFFSET" or mq.topic == self.retry_topic:
             return 0  # (RebalancePushImpl: a retry queue without an offset starts at 0)
-        return await self._offset_when_none(mq)
-
-    async def _offset_when_none(self, mq: MessageQueue) -> int:
-        """CONSUME_FROM_LAST_OFFSET with no stored offset: the queue's max offset, -1 unknown."""
         addr = self.instance.route_cache.find_broker_address_in_publish(mq.broker_name)
         if addr is None:
             return -1
         try:
-            return await self.instance.api.get_max_offset(addr, mq, MAX_OFFSET_TIMEOUT)
+            return await api.get_max_offset(addr, mq, MAX_OFFSET_TIMEOUT)
         except (RemotingError, MQClientError, MQBrokerError) as e:
             log.info("%s: max offset of %s unknown: %s", self.instance.client_id, mq, e)
             return -1

@@ -24,12 +24,14 @@ from typing import TYPE_CHECKING
 import trio
 
 from lab.remoting.channels import ChannelTable, Node
-from lab.remoting.handover import CallbackRound
+from lab.remoting import flow
+from lab.remoting.flow import in_task
 from nameserver.client import RemotingError
 from nameserver.protocol import RemotingCommand, RequestCode, ResponseCode
 from nameserver.routes import MASTER_ID, TopicRouteData
 
 from .api import MQClientAPI
+from .decoded import DecodedBodies
 from .errors import MQBrokerError, MQClientError, NoRouteInfoError, code_name
 from .namesrv import NamesrvSelector, namesrv_source
 from .route_cache import FindBrokerResult, KeyedDraws, MessageQueue, RouteCache, RoutePoll, unremarkable_fetch
@@ -57,12 +59,15 @@ ClientFailure = (RemotingError, MQClientError, MQBrokerError)
 
 class MQClientInstance:
     channel_table = ChannelTable  # NettyRemotingClient's channel table, built in __init__
+    api_class = MQClientAPI  # MQClientAPIImpl, built in __init__
 
     def __init__(self, node: Node, namesrv_addrs: str | list[str] | None, nursery: trio.Nursery, *,
-                 properties: Mapping[str, str] | None = None, env: Mapping[str, str] | None = None):
+                 properties: Mapping[str, str] | None = None, env: Mapping[str, str] | None = None,
+                 decoded: DecodedBodies | None = None):
         """namesrv_addrs: 'a:9876;b:9876', a list, or None to look at `properties`
         (rocketmq.namesrv.addr, rocketmq.namesrv.domain), then NAMESRV_ADDR in `env` (default:
-        the process environment), then the HTTP address server."""
+        the process environment), then the HTTP address server. `decoded`: the run's shared
+        decoded bodies (lab/clients/decoded.py), the instance's own by default."""
         self.node = node
         self.config = node.config.client
         self.client_id = f"{CLIENT_IP}@{node.name}"
@@ -73,7 +78,7 @@ class MQClientInstance:
                                      on_request=self._process_request)
         namesrv = NamesrvSelector(node.rng)
         namesrv.update_addr_list(self.source.addrs)
-        self.api = MQClientAPI(node, self.channels, namesrv)
+        self.api = self.api_class(node, self.channels, namesrv, decoded)
         self.route_cache = RouteCache()
         # Members: each says whether it lacks a topic's route and takes every changed route.
         self.producers: list[Producer] = []
@@ -97,12 +102,7 @@ class MQClientInstance:
         topic" (every fetch is a `client.route` record)."""
         if self._services is None and self.source.ws_addr:
             await self.fetch_name_server_addr()
-        at = 0  # each from the reply before while it may (see _fetch_by_callbacks); a failure ends nothing
-        while at < len(topics):
-            at, _ = await self._fetch_by_callbacks(topics, at, None)
-            if at < len(topics):
-                await self._refresh(topics[at])
-                at += 1
+        await flow.run(self._fetch_routes(topics))
         if self._services is None:
             self._services = trio.CancelScope()
             self.nursery.start_soon(self._run_services)
@@ -115,7 +115,7 @@ class MQClientInstance:
                     nursery.start_soon(self.node.schedule.every, FETCH_NAMESRV_ADDR_DELAY, FETCH_NAMESRV_ADDR_PERIOD,
                                        self.fetch_name_server_addr)
                 nursery.start_soon(self.node.schedule.every, POLL_NAMESERVER_DELAY, c.pollNameServerInterval,
-                                   self.update_topic_route_info_from_name_server_all)
+                                   lambda: flow.run(self.update_topic_route_info_from_name_server_all()))
                 nursery.start_soon(self.node.schedule.every, HEARTBEAT_DELAY, c.heartbeatBrokerInterval,
                                    self.send_heartbeat_to_all_broker)
                 nursery.start_soon(self.node.schedule.every, PERSIST_OFFSET_DELAY, c.persistConsumerOffsetInterval,
@@ -188,64 +188,25 @@ class MQClientInstance:
             raise NoRouteInfoError(topic, reason) from failure
         return route
 
+    async def _fetch_routes(self, topics: list[str]) -> None:
+        """Each topic's route, one after another; a failure ends nothing (the client starts anyway)."""
+        for topic in topics:
+            await self._refresh(topic)
+
     async def update_topic_route_info_from_name_server_all(self) -> None:
-        """One round of the route poll: every topic in use, one fetch after another. While the
-        chosen NameServer's channel is open each fetch is sent from the reply callback of the one
-        before (_fetch_by_callbacks), so 2,000 topics wake this task once, not 2,000 times; what
-        must wait (a connect, a failover) it does itself."""
+        """One round of the route poll (updateTopicRouteInfoFromNameServer): every topic in use, one
+        fetch after another. The poll runs it as a Flow (lab/remoting/flow.py): 2,000 topics' fetches
+        wake no task."""
         poll = RoutePoll(round(self.node.events.now(), 6))  # run time, as the records' t
-        topics = list(self.topics_in_use)
-        at, failure = 0, None
-        while at < len(topics) and not isinstance(failure, RemotingError):  # as 4.9.8: a remoting
-            at, failure = await self._fetch_by_callbacks(topics, at, poll)  # error ends this round
-            if at < len(topics) and failure is None:
-                _, failure = await self._refresh(topics[at], poll)
-                at += 1
+        await self._poll_routes(list(self.topics_in_use), poll)
         self.node.emit("client.route_poll", began=poll.began, topics=poll.topics, unchanged=poll.unchanged,
                        ns=self.api.namesrv.chosen)
 
-    async def _fetch_by_callbacks(self, topics: list[str], at: int,
-                                  poll: RoutePoll | None) -> tuple[int, Exception | None]:
-        """Fetch topics[at:] each from the reply callback of the one before, while that needs no
-        wait; (where it stopped, the remoting error that stopped it, if one did). `poll`: the
-        periodic round they belong to (see _refresh)."""
-        round_ = CallbackRound(at)
-
-        def fetch_next() -> None:
-            if round_.at >= len(topics):
-                round_.stop(None)
-                return
-            topic = topics[round_.at]
-            self._fetching(topic, poll)
-            try:
-                sent = self.api.get_topic_route_info_async(topic, self.config.mqClientApiTimeout, on_result)
-            except RemotingError as e:
-                on_result(e)
-                return
-            if not sent:  # the task fetches this one itself, waiting as it must
-                if poll is not None:
-                    poll.topics -= 1
-                round_.stop(None)
-
-        def on_result(outcome: TopicRouteData | Exception) -> None:
-            if round_.given_up:
-                return  # the client stopping: as an abandoned call's reply
-            round_.at += 1
-            _, failure = self._fetched(topics[round_.at - 1], poll, outcome)
+    async def _poll_routes(self, topics: list[str], poll: RoutePoll) -> None:
+        for topic in topics:
+            _, failure = await self._refresh(topic, poll)
             if isinstance(failure, RemotingError):
-                round_.stop(failure)
-            else:
-                fetch_next()
-
-        failure = await round_.run(lambda: self._start_fetch_round(topics, poll, round_, on_result, fetch_next))
-        return round_.at, failure
-
-    def _start_fetch_round(self, topics: list[str], poll: RoutePoll | None, round_: CallbackRound,
-                           on_result, fetch_next) -> None:
-        """The first step of _fetch_by_callbacks' run: `fetch_next()` fetches topics[round_.at],
-        each fetch's reply (`on_result`) the next. An overridable point: a subclass may begin the
-        run otherwise, as long as it goes on through these two."""
-        fetch_next()
+                return  # as 4.9.8's: a remoting error ends the round (the next NameServer at the next)
 
     def last_fetch_source(self, topic: str) -> tuple | None:
         """(NameServer, channel) of the topic's last good fetch; None after a failed one."""
@@ -313,41 +274,18 @@ class MQClientInstance:
         route stays as it is: a pick moves no generator on."""
         return self.route_cache.find_broker_addr_by_topic(topic, KeyedDraws(f"{self._broker_picks}:{key}:{topic}"))
 
-    def find_consumer_id_list_async(self, addr: str, group: str, on_result) -> bool:
-        """find_consumer_id_list's call to `addr` (consumer_list_broker's pick) by callback:
-        `on_result` gets the members or None, as find_consumer_id_list returns them. False, and
-        nothing sent, when there is no open channel to `addr` (a connect must wait)."""
-        if not self.channels.is_connected(addr):
-            return False
-        on_reply = self.consumer_list_reply(addr, group, on_result)
-        try:
-            self.api.get_consumer_id_list_by_group_async(addr, group, self.config.mqClientApiTimeout, on_reply)
-        except RemotingError as e:
-            on_reply(e)
-        return True
-
-    def consumer_list_reply(self, addr: str, group: str, on_result):
-        """Where find_consumer_id_list_async's reply goes: the members, or None after a failure (logged)."""
-        def on_reply(result: list[str] | Exception) -> None:
-            if isinstance(result, Exception):
-                self._consumer_list_failed(group, addr, result)
-                result = None
-            on_result(result)
-        return on_reply
-
-    async def find_consumer_id_list(self, topic: str, group: str, key: object,
-                                    *picked: str | None) -> list[str] | None:
-        """The group's members as one broker of the topic sees them; None when none answers.
-        `key`: consumer_list_broker's; `picked`: its pick (None too), when it was made already."""
-        addr = picked[0] if picked else self.consumer_list_broker(topic, key)
+    async def find_consumer_id_list(self, topic: str, group: str, key: object) -> tuple[str, ...] | None:
+        """findConsumerIdList: the group's members as one broker of the topic sees them (the one
+        consumer_list_broker picks by `key`); None when none answers. A flow's step or a task's."""
+        addr = self.consumer_list_broker(topic, key)
         if addr is None:
             try:
-                await self.update_topic_route_info_from_name_server(topic)
+                await in_task(self.nursery, self.update_topic_route_info_from_name_server, topic)
             except NoRouteInfoError:
                 return None
             addr = self.consumer_list_broker(topic, key)
-        if addr is None:
-            return None
+            if addr is None:
+                return None
         try:
             return await self.api.get_consumer_id_list_by_group(addr, group, self.config.mqClientApiTimeout)
         except ClientFailure as e:
@@ -399,7 +337,7 @@ class MQClientInstance:
             await self.node.pause.running()
             self._rebalance_wakeup = trio.Event()
             for consumer in self.consumers:
-                await consumer.do_rebalance()
+                await flow.run(consumer.do_rebalance())
 
     async def persist_all_consumer_offset(self) -> None:
         for consumer in self.consumers:

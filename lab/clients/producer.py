@@ -12,7 +12,6 @@ message given up.
 
 from __future__ import annotations
 
-import functools
 import itertools
 import random
 import struct
@@ -23,7 +22,7 @@ import trio
 
 from chaos.clock import Timers, timer_source
 from lab.remoting.epoch import epoch_ms
-from lab.remoting.handover import Handover
+from lab.remoting import flow
 from lab.remoting.message import encode_properties
 from lab.remoting.channels import Node
 from nameserver.client import RemotingError
@@ -31,7 +30,7 @@ from nameserver.routes import TopicRouteData
 
 from .api import SendResult
 from .errors import MQBrokerError, MQClientError, NoRouteInfoError, error_name
-from .instance import MQClientInstance
+from .instance import ClientFailure, MQClientInstance
 from .route_cache import POSITIVE_MASK, MessageQueue, TopicPublishInfo
 from .selection import MQFaultStrategy, is_retryable, remaining_budget
 
@@ -93,14 +92,13 @@ class Producer:
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         """Start, then send to the topics in turn at `rate` messages per second until cancelled.
         A send that blocks (a 3 s timeout) delays the ones after it; they do not bunch up after.
-        The sends follow one another in timer and reply callbacks; this task does what must wait."""
+        Each send is a Flow started by a timer: no task wakes for a message."""
         await self.start()
         task_status.started()
-        handover = Handover()
-        loop = _RateLoop(self, handover)
+        loop = _RateLoop(self)
         try:
             loop.timer = loop.call_at(loop.next_send, loop.send_next)
-            await _drive(handover)
+            await trio.sleep_forever()
         finally:
             loop.stop()
 
@@ -137,17 +135,61 @@ class Producer:
     # --- send ---------------------------------------------------------------------------------------
 
     async def send(self, topic: str, body: bytes) -> SendResult:
-        """sendDefaultImpl, synchronous: the SendResult, or MQClientError / MQBrokerError."""
-        handover = Handover()
-        sending = _Sending(self, topic, body, handover, lambda outcome: handover.give(("done", outcome)))
+        """send(msg), synchronous: the SendResult, or MQClientError / MQBrokerError."""
+        return await flow.run(self.send_default_impl(topic, body))
+
+    async def send_default_impl(self, topic: str, body: bytes) -> SendResult:
+        """sendDefaultImpl: an attempt, and after a retryable failure the next, on another broker,
+        while the sendMsgTimeout budget lasts. A Flow's (each reply resumes it) or a task's."""
+        now = self.node.now
+        begin_first = now()
+        msg_id = self.id_setter.create_uniq_id(begin_first)
+        properties = encode_properties({"UNIQ_KEY": msg_id, "WAIT": "true"})
         try:
-            sending.start()
-            outcome = await _drive(handover)
-        finally:
-            sending.abandoned = True
-        if isinstance(outcome, Exception):
-            raise outcome
-        return outcome
+            info = await self.try_to_find_topic_publish_info(topic)
+        except MQClientError as e:
+            self._failed(msg_id, topic, 0, str(e))
+            raise
+        mq, brokers_sent, exception = None, [], None
+        for times in range(self.config.retryTimesWhenSendFailed + 1):
+            mq = self.mq_fault_strategy.select_one_message_queue(info, info.send_which_queue,
+                                                                 mq.broker_name if mq else None, now())
+            begin = now()
+            left = remaining_budget(begin_first, begin, self.config.sendMsgTimeout)
+            if left <= 0:
+                self._failed(msg_id, topic, times, "sendDefaultImpl call timeout")
+                raise MQClientError("sendDefaultImpl call timeout") from exception
+            brokers_sent.append(mq.broker_name)
+            if times:
+                self.stats.retried += 1
+            try:
+                addr = self.instance.route_cache.find_broker_address_in_publish(mq.broker_name)
+                if addr is None:
+                    raise MQClientError(f"The broker[{mq.broker_name}] not exist")
+                result = await self.instance.api.send_message(addr, mq, self.producer_group, body, properties,
+                                                              epoch_ms(self.node.epoch_base_ms, begin), msg_id, left)
+            except (RemotingError, MQClientError, MQBrokerError) as error:
+                end = now()
+                # A broker's answer is a latency; anything else isolates the broker (600 s ban).
+                self.mq_fault_strategy.update_fault_item(mq.broker_name, (end - begin) * 1000,
+                                                         not isinstance(error, MQBrokerError), end)
+                self._attempt(msg_id, mq, times, error_name(error), end - begin)
+                exception = error
+                if is_retryable(error):
+                    continue
+                break
+            end = now()
+            self.mq_fault_strategy.update_fault_item(mq.broker_name, (end - begin) * 1000, False, end)
+            self._attempt(msg_id, mq, times, "ok", end - begin)
+            self.node.emit("producer.ack", msg_id=msg_id, topic=topic, broker=mq.broker_name,
+                           queue=result.message_queue.queue_id, queue_offset=result.queue_offset,
+                           status=result.send_status)
+            self.stats.ok += 1
+            return result
+        error = (f"Send [{len(brokers_sent)}] times, still failed, cost [{(now() - begin_first) * 1000:.0f}]ms, "
+                 f"Topic: {topic}, BrokersSent: {brokers_sent}: {exception}")
+        self._failed(msg_id, topic, len(brokers_sent), error)
+        raise MQClientError(error) from exception
 
     def _attempt(self, msg_id: str, mq: MessageQueue, times: int, result: str | int, latency: float) -> None:
         self.node.emit("producer.send", msg_id=msg_id, topic=mq.topic, broker=mq.broker_name,
@@ -158,150 +200,17 @@ class Producer:
         self.stats.failed += 1
 
 
-async def _drive(handover: Handover) -> object:
-    """Do the waits a send hands over (a route asked of the NameServer, a connect) until it hands
-    over its outcome."""
-    while True:
-        kind, value = await handover.take()
-        if kind == "done":
-            return value
-        await value()
-
-
-class _Sending:
-    """One message through sendDefaultImpl: an attempt, and after a retryable failure the next, on
-    another broker, while the sendMsgTimeout budget lasts. Each attempt goes out from the callback
-    of the one before (or the caller); what must wait is handed over to the task driving the send:
-    ("wait", an async function that goes on with the send), or ("done", the outcome) through
-    `on_done`."""
-
-    def __init__(self, producer: Producer, topic: str, body: bytes, handover: Handover,
-                 on_done: Callable[[SendResult | Exception], None]):
-        self.producer, self.topic, self.body = producer, topic, body
-        self.handover, self.on_done = handover, on_done
-        self.begin_first = producer.node.now()
-        self.msg_id = producer.id_setter.create_uniq_id(self.begin_first)
-        self.properties = encode_properties({"UNIQ_KEY": self.msg_id, "WAIT": "true"})
-        self.info: TopicPublishInfo | None = None
-        self.times = 0  # attempts made before this one
-        self.mq: MessageQueue | None = None
-        self.begin = 0.0  # when this attempt started
-        self.brokers_sent: list[str] = []
-        self.exception: Exception | None = None  # the last attempt's
-        self.abandoned = False  # its task is gone: a reply still on its way is dropped
-
-    def start(self) -> None:
-        info = self.producer.topic_publish_info_table.get(self.topic)
-        if info is None or not info.ok():
-            self.handover.give(("wait", self._find_route))
-        else:
-            self.info = info
-            self._attempt()
-
-    async def _find_route(self) -> None:
-        try:
-            self.info = await self.producer.try_to_find_topic_publish_info(self.topic)
-        except MQClientError as e:
-            self.producer._failed(self.msg_id, self.topic, 0, str(e))
-            self.on_done(e)
-            return
-        self._attempt()
-
-    def _attempt(self) -> None:
-        p = self.producer
-        if self.times > p.config.retryTimesWhenSendFailed:
-            self._give_up()
-            return
-        now = p.node.now
-        self.mq = mq = p.mq_fault_strategy.select_one_message_queue(
-            self.info, self.info.send_which_queue, self.mq.broker_name if self.mq else None, now())
-        self.begin = now()
-        left = remaining_budget(self.begin_first, self.begin, p.config.sendMsgTimeout)
-        if left <= 0:
-            p._failed(self.msg_id, self.topic, self.times, "sendDefaultImpl call timeout")
-            self._fail(MQClientError("sendDefaultImpl call timeout"))
-            return
-        self.brokers_sent.append(mq.broker_name)
-        if self.times:
-            p.stats.retried += 1
-        addr = p.instance.route_cache.find_broker_address_in_publish(mq.broker_name)
-        if addr is None:
-            self._attempt_failed(MQClientError(f"The broker[{mq.broker_name}] not exist"))
-        elif p.instance.channels.is_connected(addr):
-            self._send(addr, left)
-        else:
-            self.handover.give(("wait", functools.partial(self._connect_and_send, addr, left)))
-
-    async def _connect_and_send(self, addr: str, timeout: float) -> None:
-        try:  # the connect counts against the attempt
-            addr, left = await self.producer.instance.api.connect_within(addr, timeout)
-        except RemotingError as e:
-            self._attempt_failed(e)
-            return
-        self._send(addr, left)
-
-    def _send(self, addr: str, timeout: float) -> None:
-        p = self.producer
-        try:
-            p.instance.api.send_message_async(addr, self.mq, p.producer_group, self.body, self.properties,
-                                              epoch_ms(p.node.epoch_base_ms, self.begin), self.msg_id, timeout, self._on_reply)
-        except RemotingError as e:
-            self._attempt_failed(e)
-
-    def _on_reply(self, result: SendResult | Exception) -> None:
-        if self.abandoned:
-            return
-        if isinstance(result, Exception):
-            self._attempt_failed(result)
-            return
-        p, mq = self.producer, self.mq
-        end = p.node.now()
-        p.mq_fault_strategy.update_fault_item(mq.broker_name, (end - self.begin) * 1000, False, end)
-        p._attempt(self.msg_id, mq, self.times, "ok", end - self.begin)
-        p.node.emit("producer.ack", msg_id=self.msg_id, topic=self.topic, broker=mq.broker_name,
-                    queue=result.message_queue.queue_id, queue_offset=result.queue_offset,
-                    status=result.send_status)
-        p.stats.ok += 1
-        self.on_done(result)
-
-    def _attempt_failed(self, error: Exception) -> None:
-        p, mq = self.producer, self.mq
-        end = p.node.now()
-        # A broker's answer is a latency; anything else isolates the broker (600 s ban).
-        p.mq_fault_strategy.update_fault_item(mq.broker_name, (end - self.begin) * 1000,
-                                              not isinstance(error, MQBrokerError), end)
-        p._attempt(self.msg_id, mq, self.times, error_name(error), end - self.begin)
-        self.exception = error
-        if is_retryable(error):
-            self.times += 1
-            self._attempt()
-        else:
-            self._give_up()
-
-    def _give_up(self) -> None:
-        p = self.producer
-        error = (f"Send [{len(self.brokers_sent)}] times, still failed, cost "
-                 f"[{(p.node.now() - self.begin_first) * 1000:.0f}]ms, Topic: {self.topic}, "
-                 f"BrokersSent: {self.brokers_sent}: {self.exception}")
-        p._failed(self.msg_id, self.topic, len(self.brokers_sent), error)
-        self._fail(MQClientError(error))
-
-    def _fail(self, error: Exception) -> None:
-        error.__cause__ = self.exception
-        self.on_done(error)
-
-
 class _RateLoop:
     """run()'s sends: each the moment the one before is done and its interval has passed, by a
     timer — no task wakes for a message."""
 
-    def __init__(self, producer: Producer, handover: Handover):
-        self.producer, self.handover = producer, handover
+    def __init__(self, producer: Producer):
+        self.producer = producer
         self.interval = 1.0 / producer.config.rate
         self.call_at = timer_source()
         self.next_send = producer.node.now() + producer.node.phase * self.interval
         self.count = itertools.count()
-        self.sending: _Sending | None = None
+        self.sending: flow.Flow | None = None
         self.timer: list | None = None
 
     def send_next(self) -> None:
@@ -310,18 +219,20 @@ class _RateLoop:
             return  # frozen: the send that came due goes out on resume
         i = next(self.count)
         try:  # a timer runs it, where no task of the producer's could catch what it raises
-            self.sending = _Sending(p, p.topics[i % len(p.topics)], p.payload(i), self.handover, self._sent)
+            self.sending = flow.Flow(p.send_default_impl(p.topics[i % len(p.topics)], p.payload(i)), self._sent)
             self.sending.start()
         except Exception as e:
             p.node.fail(e)
 
-    def _sent(self, outcome: SendResult | Exception) -> None:
-        # A failed send is already counted and in the event log.
+    def _sent(self, _: object, error: BaseException | None) -> None:
+        if error is not None and not isinstance(error, ClientFailure):  # a failed send is recorded already
+            self.producer.node.fail(error)
+            return
         self.next_send = max(self.next_send + self.interval, self.producer.node.now())
         self.timer = self.call_at(self.next_send, self.send_next)
 
     def stop(self) -> None:
         if self.sending is not None:
-            self.sending.abandoned = True
+            self.sending.give_up()
         if self.timer is not None:
             Timers.cancel(self.timer)

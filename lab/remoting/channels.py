@@ -24,6 +24,7 @@ from nameserver.schedule import Schedule
 
 from lab.config import LabConfig
 from lab.remoting.epoch import epoch_base_ms, epoch_ms
+from lab.remoting.flow import Step, in_task
 from lab.events import EventLog
 
 LAB_SERIALIZE_TYPE = SerializeType.MSGPACK  # the lab's own nodes speak msgpack to each other
@@ -187,6 +188,17 @@ class ChannelTable:
         if client is None:
             raise RemotingError(f"no open channel to {address}")
         self._send_async(client, request, timeout, ChannelReply(self, address, client, callback), renew)
+
+    def call(self, address: str, request: RemotingCommand, timeout: float) -> Step:
+        """invokeSync as a Step (lab/remoting/flow.py): in a flow, invoke_async on the open channel
+        (its reply resumes the flow) or, with none, `invoke` in a task (it connects first); in a
+        task, `invoke`. The reply, or the RemotingError the call ended with."""
+        def start(resume) -> None:
+            if self.is_connected(address):
+                self.invoke_async(address, request, timeout, resume)
+            else:
+                in_task(self.nursery, self.invoke, address, request, timeout).start(resume)
+        return Step(start, lambda: self.invoke(address, request, timeout))
 
     async def invoke_oneway(self, address: str, request: RemotingCommand) -> None:
         client = self._open(address) or await self._get(address)

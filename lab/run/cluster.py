@@ -28,6 +28,7 @@ from nameserver.server import NameServer
 
 from lab.broker.server import Broker
 from lab.clients.consumer import Consumer
+from lab.clients.decoded import DecodedBodies
 from lab.clients.instance import MQClientInstance
 
 from lab.clients.producer import Producer
@@ -84,6 +85,7 @@ class Cluster:
         self.nameservers: dict[str, NameServer] = {}
         self.brokers: dict[str, object] = {}
         self.clients: dict[str, object] = {}
+        self.decoded = DecodedBodies()  # the route and member-list bodies this run's clients decoded
         self.stores: dict[str, MessageStore] = {}  # survive broker kills, as a disk would
         self.topic_tables: dict[str, dict] = {}  # each broker's topic table: on its disk too
         self.supervisor: Supervisor | None = None
@@ -184,7 +186,7 @@ class Cluster:
         payload = Bodies(f"{self.seed}:{name}", self.config.producer.messageSize)
         async with trio.open_nursery() as nursery:
             nursery.start_soon(node.crash_on_failure)
-            instance = self.roles.client_instance(node, self.namesrv_addrs, nursery)
+            instance = self.roles.client_instance(node, self.namesrv_addrs, nursery, decoded=self.decoded)
             producer = self.clients[name] = Producer(node, instance, list(self.topology.topics), payload=payload)
             await producer.run(task_status=task_status)
 
@@ -192,7 +194,7 @@ class Cluster:
         node = self.node(name)
         async with trio.open_nursery() as nursery:
             nursery.start_soon(node.crash_on_failure)
-            instance = self.roles.client_instance(node, self.namesrv_addrs, nursery)
+            instance = self.roles.client_instance(node, self.namesrv_addrs, nursery, decoded=self.decoded)
             consumer = self.clients[name] = self.roles.consumer(node, instance, list(self.topology.topics))
             await consumer.start()
             task_status.started()

@@ -29,7 +29,6 @@ from chaos.trio_internals import deterministic_scheduling
 from .cluster import Cluster
 from .networks import sim_network, tcp_network
 from lab.apps.process import logs_dir
-from lab.clients.api import forget_decoded
 from lab.config import LabConfig
 from lab.events import EventLog
 from lab.remoting.epoch import epoch_base_ms
@@ -88,7 +87,6 @@ async def run_cluster(config: LabConfig, options: RunOptions, *,
     wall_start = time.monotonic()
     if options.sim:  # again here: whatever ran before in this trio run (a TUI's control server) drew nothing
         deterministic_scheduling(options.seed)
-    forget_decoded()  # nor does what an earlier run in this process decoded count
     events = EventLog(trio.lowlevel.current_clock().current_time, options.events_path)
     events.subscribers.extend(subscribers)  # from the first record on
     cluster = None

@@ -3,7 +3,7 @@ nothing, simulated in aggregate — a client's route poll, a consumer's rebalanc
 
 Every client polls every topic it uses every 30 s, one GET_ROUTEINFO_BY_TOPIC after another, and
 every consumer asks a broker of each topic for its group's members every 20 s, one
-GET_CONSUMER_LIST_BY_GROUP after another, each call sent from the reply of the one before: on a
+GET_CONSUMER_LIST_BY_GROUP after another, each call sent as the one before is answered: on a
 large cluster (20 clients, 2,000 topics) 2,300 round trips a second that nearly always change
 nothing but counters. On a simulated network without faults, when every call left in the round
 would change nothing — the NameServer's answer to each topic is the route the client holds, from
@@ -16,16 +16,18 @@ Anything that could make a call go otherwise ends the coast at once (`interrupt`
 a close or reset of a connection it uses, the answers changing (the NameServer's route generation,
 a broker's member list), the client's side changing, the round given up. The calls answered by
 then are counted, the one under way goes back on the wire as it was (its request, or its answer,
-due when it was due) and the round goes on call by call. With no link jitter, a run with coasting
+due when it was due), and the round's flow goes on call by call, its next call being that one
+(SimMQClientAPI: the call a coast put back is offered while it hands the round back). With no link jitter, a run with coasting
 and one without hold the same records at the same times (tests/lab/test_quiet_queues.py); with
 jitter, coasting calls take the base latency, as renewed pulls do (_SimEnd.renew_peer_call).
 
 The client roles know none of this. SimMQClientInstance and SimConsumer are lab.clients'
-MQClientInstance and Consumer with the aggregation hooked on their plain, overridable steps: how a
-run of fetches or member-list calls by callbacks begins (`_start_fetch_round`,
-`_start_rebalance_round`), where a route or a queue changes (`_fetched`, `clean_offline_broker`,
-`_queues_changed`, `shutdown`), and the channel table they build (lab/sim/remoting.py:
-SimChannelTable). `client_instance_class` and `consumer_class` give the lab the classes for its network, as
+MQClientInstance and Consumer with the aggregation hooked on their plain, overridable steps: a
+round's loop over its topics (`_poll_routes`, `do_rebalance`, which coast a stretch from the
+round's start and hand the rest to the role's loop), where a route or a queue changes (`_fetched`,
+`clean_offline_broker`, `_queues_changed`, `shutdown`), and the API and channel table they build
+(SimMQClientAPI; lab/sim/remoting.py: SimChannelTable). A coast waits in a round's Flow as a Step
+with no task version (lab/remoting/flow.py), so it is tried only where a Flow runs the round. `client_instance_class` and `consumer_class` give the lab the classes for its network, as
 lab/sim/nameserver.py's `name_server` does.
 """
 
@@ -41,9 +43,10 @@ import trio
 from chaos.network import Network, SimNetwork
 from lab.clients import api as client_api
 from lab.clients.consumer import Consumer
+from lab.clients.api import MQClientAPI
 from lab.clients.instance import MQClientInstance
 from lab.clients.route_cache import RoutePoll
-from lab.remoting.handover import CallbackRound
+from lab.remoting.flow import Step, in_flow
 from nameserver.protocol import RemotingCommand, ResponseCode
 
 from .remoting import SimChannelTable
@@ -81,13 +84,12 @@ class CoastingRoutePoll:
     """The route poll's remaining fetches over the chosen NameServer's channel, which the coast
     has to itself (anything else sent on it ends the coast first, so TCP's order holds)."""
 
-    __slots__ = ("instance", "topics", "poll", "round_", "on_result", "resume", "client", "stream", "coaster",
-                 "answers", "sends", "arrivals", "replies", "counted", "done")
+    __slots__ = ("instance", "topics", "poll", "resume", "client", "stream", "coaster", "answers", "sends",
+                 "arrivals", "replies", "counted", "done")
 
-    def __init__(self, instance: SimMQClientInstance, topics: list[str], poll: RoutePoll, round_: CallbackRound,
-                 on_result: Callable, resume: Callable[[], None], client, stream) -> None:
-        self.instance, self.topics, self.poll, self.round_ = instance, topics, poll, round_
-        self.on_result, self.resume = on_result, resume  # the round's reply callback, and its next step
+    def __init__(self, instance: SimMQClientInstance, topics: list[str], poll: RoutePoll, client, stream) -> None:
+        self.instance, self.topics, self.poll = instance, topics, poll
+        self.resume: Callable | None = None  # the round's flow, waiting for how many fetches were answered
         self.client, self.stream = client, stream  # the RemotingClient, and its simulated end
         self.coaster = None  # the NameServer's side (lab.sim.nameserver.RouteQueryCoaster)
         self.answers: list[bytes] = []
@@ -112,9 +114,15 @@ class CoastingRoutePoll:
         self.sends, self.arrivals, self.replies = timeline(len(self.topics), self.stream.base_delay(),
                                                           trio.current_time())
         coaster.start(self)
-        self.round_.on_give_up = self.interrupt
         self.stream.call_at(self.replies[-1], self.finish)
         return True
+
+    def step(self) -> Step:
+        """What the round's flow waits for while the fetches coast: how many were answered."""
+        return Step(self._wait, None)
+
+    def _wait(self, resume: Callable) -> None:
+        self.resume = resume
 
     def _held_bodies(self, serialize_type: int) -> list[bytes] | None:
         """The route bodies whose fetch would change nothing here, one per topic: the route cache
@@ -123,7 +131,7 @@ class CoastingRoutePoll:
         instance, topics = self.instance, self.topics
         source = (instance.api.namesrv.chosen, self.client)
         cached, fetched_from = instance.route_cache.topic_route_table.get, instance.last_fetch_source
-        held = client_api.last_decoded_routes(topics, serialize_type)
+        held = instance.api.decoded.last_routes(topics, serialize_type)
         for topic, decoded in zip(topics, held):
             if decoded is None or cached(topic) is not decoded[1] or fetched_from(topic) != source:
                 return None
@@ -142,13 +150,11 @@ class CoastingRoutePoll:
     def _end(self, answered: int) -> None:
         """Counts for the first `answered` fetches, done; the batch lets go of the connection."""
         self.done = True
-        self.round_.on_give_up = None
         self.stream.end_coasting(self.replies[answered - 1] if answered else -math.inf,
                                  self.arrivals[self.counted - 1] if self.counted else -math.inf)
         self.coaster.stop(self)
         self.poll.topics += answered
         self.poll.unchanged += answered
-        self.round_.at += answered
 
     def finish(self) -> None:
         """The last answer is in: the round goes on from there (it ends)."""
@@ -156,38 +162,41 @@ class CoastingRoutePoll:
             return
         self.count_arrivals(self.arrivals[-1])
         self._end(len(self.topics))
-        self.resume()
+        self.resume(len(self.topics))
 
     def interrupt(self) -> None:
         """Something could make the next fetches go otherwise: the fetch under way goes back on
-        the wire, and the round goes on from its reply, fetch by fetch."""
+        the wire (now, in TCP's order on the channel), and the round goes on from it, fetch by
+        fetch — on the client's timeline, at this instant (this may run on the NameServer's
+        or the network's stack)."""
         if self.done:
             return
         now = trio.current_time()
         answered = bisect_right(self.replies, now)
         self.count_arrivals(now)
         self._end(answered)
-        if answered == len(self.topics):
-            if not self.round_.given_up:
-                self.resume()
-            return
-        topic, sent = self.topics[answered], self.sends[answered]
-        query = self.instance.adopt_route_fetch(self.client, topic, self.poll, self.on_result, sent)
-        put_back(self.stream, query, self.answers[answered], sent, self.arrivals[answered], self.replies[answered],
-                 now)
+        under_way = None
+        if answered < len(self.topics):
+            topic, sent = self.topics[answered], self.sends[answered]
+            query = client_api.route_query(topic)
+            under_way = self.instance.api.put_back(("route", topic), self.instance.api.namesrv.chosen, self.client,
+                                                     query, sent)
+            put_back(self.stream, query, self.answers[answered], sent, self.arrivals[answered],
+                     self.replies[answered], now)
+        self.stream.call_at(now, functools.partial(self.instance.hand_back, self.resume, answered, under_way))
 
 
-def coast_route_poll(instance: SimMQClientInstance, topics: list[str], poll: RoutePoll, round_: CallbackRound,
-                     on_result: Callable, resume: Callable[[], None]) -> bool:
-    """Coast the round's topics from round_.at on, when it may (see the module's doc)."""
+def coast_route_poll(instance: SimMQClientInstance, topics: list[str], poll: RoutePoll) -> CoastingRoutePoll | None:
+    """The round's topics coasting, when they may (see the module's doc)."""
     api = instance.api
     if instance.config.routeParser != "fastjson" or not api.namesrv.is_sticky(instance.channels.is_connected):
-        return False
+        return None
     client = instance.channels.open_channel(api.namesrv.chosen)
     stream = getattr(client, "connection", None) and client.connection.stream
     if not hasattr(stream, "coast_queries"):
-        return False
-    return CoastingRoutePoll(instance, topics[round_.at:], poll, round_, on_result, resume, client, stream).start()
+        return None
+    coast = CoastingRoutePoll(instance, topics, poll, client, stream)
+    return coast if coast.start() else None
 
 
 class CoastingRebalance:
@@ -202,13 +211,12 @@ class CoastingRebalance:
     (`interrupt`) on the network's clock at that instant, run and error-reported as the client's.
     The client's own changes (its queues, its round given up) end it at once."""
 
-    __slots__ = ("consumer", "topics", "round_", "on_answer", "resume", "calls", "broker_of",
-                 "sends", "arrivals", "replies", "done", "waking")
+    __slots__ = ("consumer", "topics", "resume", "calls", "broker_of", "sends", "arrivals", "replies", "done",
+                 "waking")
 
-    def __init__(self, consumer: SimConsumer, topics: list[str], round_: CallbackRound, on_answer: Callable,
-                 resume: Callable[[], None]) -> None:
-        self.consumer, self.topics, self.round_ = consumer, topics, round_
-        self.on_answer, self.resume = on_answer, resume  # the round's reply callback, and its next step
+    def __init__(self, consumer: SimConsumer, topics: list[str]) -> None:
+        self.consumer, self.topics = consumer, topics
+        self.resume: Callable | None = None  # the round's flow, waiting for (calls answered, the call under way)
         # per call: (mq_set, broker address, its RemotingClient, its simulated end, the answer's body)
         self.calls: list[tuple] = []
         self.broker_of: dict[str, tuple] = {}  # address -> (what the broker lets it read, the end)
@@ -238,10 +246,16 @@ class CoastingRebalance:
             return False
         self.sends, self.arrivals, self.replies = timeline(len(self.calls), self.calls[0][3].base_delay(),
                                                            trio.current_time())
-        self.round_.on_give_up = self.interrupt
         self.consumer.coast = self
         self.calls[0][3].call_at(self.replies[-1], self.finish)
         return True
+
+    def step(self) -> Step:
+        """What the round's flow waits for while the calls coast: how many were answered."""
+        return Step(self._wait, None)
+
+    def _wait(self, resume: Callable) -> None:
+        self.resume = resume
 
     def _watch(self, addr: str | None, group: str, serialize_type: int) -> tuple | None:
         """(its RemotingClient, its simulated end, the member list's body, the members) for the
@@ -256,11 +270,10 @@ class CoastingRebalance:
         body = broker.consumer_list_body(group, serialize_type)
         if body is None:
             return None
-        return client, stream, body, client_api.consumer_id_list_of(body, serialize_type)
+        return client, stream, body, self.consumer.instance.api.decoded.consumer_ids(body, serialize_type)
 
     def _let_go(self) -> None:
         self.done = True
-        self.round_.on_give_up = None
         group = self.consumer.consumer_group
         for broker, stream in self.broker_of.values():
             broker.unwatch(group, self.wake)
@@ -271,8 +284,7 @@ class CoastingRebalance:
         if self.done:
             return
         self._let_go()
-        self.round_.at += len(self.calls)
-        self.resume()
+        self.resume(len(self.calls))
 
     def wake(self) -> None:
         """Something elsewhere could make the next calls go otherwise: the end, at this instant,
@@ -293,26 +305,76 @@ class CoastingRebalance:
         now = trio.current_time()
         answered = bisect_right(self.replies, now)
         self._let_go()
-        self.round_.at += answered
         if answered == len(self.calls):
-            if not self.round_.given_up:
-                self.resume()
+            self.resume(answered)
             return
         mq_set, addr, client, stream, body = self.calls[answered]
         sent, arrival = self.sends[answered], self.arrivals[answered]
-        instance = self.consumer.instance
-        on_reply = instance.consumer_list_reply(addr, self.consumer.consumer_group,
-                                                functools.partial(self.on_answer, mq_set, addr))
-        query = instance.adopt_consumer_list_query(addr, client, self.consumer.consumer_group, on_reply, sent)
+        query = client_api.consumer_list_query(self.consumer.consumer_group)
+        under_way = self.consumer.instance.api.put_back(("consumers", query.ext_fields["consumerGroup"]), addr,
+                                                        client, query, sent)
         put_back(stream, query, body, sent, arrival, self.replies[answered], now)
+        self.consumer.instance.hand_back(self.resume, answered, under_way)
 
 
-def coast_rebalance(consumer: SimConsumer, topics: list[str], round_: CallbackRound, on_answer: Callable,
-                    resume: Callable[[], None]) -> bool:
-    """Coast the rebalance round's topics from round_.at on, when it may (see the module's doc)."""
-    if not isinstance(consumer.instance, SimMQClientInstance):
-        return False
-    return CoastingRebalance(consumer, topics[round_.at:], round_, on_answer, resume).start()
+class PutBackCall:
+    """A call a coast put back under way, on the client's books: its reply goes to whoever takes
+    the call (the round's flow, asking the same again), and may come first."""
+
+    __slots__ = ("key", "addr", "callback", "reply")
+
+    def __init__(self, key: tuple, addr: str) -> None:
+        self.key, self.addr = key, addr
+        self.callback: Callable | None = None
+        self.reply: tuple | None = None
+
+    def __call__(self, reply) -> None:
+        if self.callback is not None:
+            self.callback(reply)
+        else:
+            self.reply = (reply,)
+
+    def step(self, read: Callable) -> Step:
+        """Its reply, read by `read(reply, resume)` (api.route_reply, say), for a flow."""
+        def take(resume: Callable) -> None:
+            self.callback = read(resume)
+            if self.reply is not None:
+                self.callback(self.reply[0])
+        return Step(take, None)
+
+
+class SimMQClientAPI(MQClientAPI):
+    """MQClientAPI whose next route fetch or member-list call, while a coast hands its round
+    back, is the call the coast put back under way (offer), rather than a new one."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._offered: dict[tuple, PutBackCall] = {}
+
+    def put_back(self, key: tuple, addr: str, client, query: RemotingCommand, sent_at: float) -> PutBackCall:
+        """`query`, sent at `sent_at` over `client` (the open channel to `addr`) by a coast that
+        puts it on the wire itself: on the client's books now (its timeout counted from then)."""
+        call = PutBackCall(key, addr)
+        self.channels.adopt_async(addr, client, query, self.node.config.client.mqClientApiTimeout, call, sent_at)
+        return call
+
+    def offer(self, call: PutBackCall) -> None:
+        self._offered[call.key] = call
+
+    def withdraw(self, call: PutBackCall) -> None:
+        self._offered.pop(call.key, None)
+
+    def get_topic_route_info_from_name_server(self, topic: str, timeout: float) -> Step:
+        call = self._offered.pop(("route", topic), None) if self._offered else None
+        if call is None:
+            return super().get_topic_route_info_from_name_server(topic, timeout)
+        return call.step(functools.partial(client_api.route_reply, self.decoded, topic))
+
+    def get_consumer_id_list_by_group(self, addr: str, consumer_group: str, timeout: float) -> Step:
+        call = self._offered.pop(("consumers", consumer_group), None) if self._offered else None
+        if call is None:
+            return super().get_consumer_id_list_by_group(addr, consumer_group, timeout)
+        return call.step(functools.partial(client_api.consumer_ids_reply, self.decoded, call.addr))
 
 
 def client_instance_class(network: Network) -> type[MQClientInstance]:
@@ -330,12 +392,33 @@ class SimMQClientInstance(MQClientInstance):
     (CoastingRoutePoll), and its held pulls coast (lab/sim/remoting.py) until a route changes."""
 
     channel_table = SimChannelTable
+    api_class = SimMQClientAPI
 
-    def _start_fetch_round(self, topics: list[str], poll: RoutePoll | None, round_: CallbackRound,
-                           on_result, fetch_next) -> None:
-        if poll is not None and coast_route_poll(self, topics, poll, round_, on_result, fetch_next):
-            return
-        fetch_next()
+    async def _poll_routes(self, topics: list[str], poll: RoutePoll) -> None:
+        """MQClientInstance's, its fetches coasting from the round's start while each would change
+        nothing (CoastingRoutePoll); from the first that could, fetch by fetch."""
+        coast = coast_route_poll(self, topics, poll) if topics and in_flow() else None
+        coasted = 0
+        if coast is not None:
+            try:
+                coasted = await coast.step()
+            except GeneratorExit:  # the round given up: the fetch under way still goes
+                coast.interrupt()
+                raise
+        await super()._poll_routes(topics[coasted:], poll)
+
+    def hand_back(self, resume: Callable, answered: int, under_way: PutBackCall | None) -> None:
+        """A coast's round goes on from its `answered` calls; `under_way`, the call it put back,
+        is the round's next call (SimMQClientAPI.offer). Run as the client's: its errors crash it."""
+        try:
+            if under_way is not None:
+                self.api.offer(under_way)
+            resume(answered)
+        except Exception as error:
+            self.node.fail(error)
+        finally:
+            if under_way is not None:
+                self.api.withdraw(under_way)
 
     def _fetched(self, topic: str, poll: RoutePoll | None, outcome):
         changes = self.route_cache.changes
@@ -350,25 +433,6 @@ class SimMQClientInstance(MQClientInstance):
         if self.route_cache.changes != changes:
             self.channels.wake_coasting()
 
-    def adopt_route_fetch(self, client, topic: str, poll: RoutePoll, on_result, sent_at: float) -> RemotingCommand:
-        """The route poll's fetch of `topic` over `client` (the chosen NameServer's open channel),
-        as sent at `sent_at` by a coasting route poll, which puts the request returned (or its
-        answer) on the wire itself: counted as _fetch_by_callbacks counts it, on the client's books."""
-        self._fetching(topic, poll)
-        query = client_api.route_query(topic)
-        self.channels.adopt_async(self.api.namesrv.chosen, client, query, self.config.mqClientApiTimeout,
-                                  client_api.route_reply(topic, on_result), sent_at)
-        return query
-
-    def adopt_consumer_list_query(self, addr: str, client, group: str, on_result, sent_at: float) -> RemotingCommand:
-        """find_consumer_id_list_async's call over `client` (the open channel to `addr`), as sent
-        at `sent_at` by a coasting rebalance round, which puts the request returned (or its
-        answer) on the wire itself."""
-        query = client_api.consumer_list_query(group)
-        self.channels.adopt_async(addr, client, query, self.config.mqClientApiTimeout,
-                                  client_api.consumer_ids_reply(addr, on_result), sent_at)
-        return query
-
 
 class SimConsumer(Consumer):
     """Consumer on the simulated network: its rebalance rounds may coast (CoastingRebalance), and
@@ -379,12 +443,24 @@ class SimConsumer(Consumer):
         self.coast: CoastingRebalance | None = None  # the rebalance round's calls coasting, if they are
         self._coast_refused = False  # the last try found nothing to coast: wait for a topic kept as it is
 
-    def _start_rebalance_round(self, topics: list[str], round_: CallbackRound, on_answer, ask_next) -> None:
-        if not self._coast_refused:  # (while every topic moves queues, as at the start, no try)
-            if coast_rebalance(self, topics, round_, on_answer, ask_next):
-                return
-            self._coast_refused = True
-        ask_next()
+    async def do_rebalance(self) -> None:
+        """Consumer.do_rebalance, its member-list calls coasting from the round's start while each
+        would change nothing (CoastingRebalance); from the first that could (its call put back on
+        the wire, when the coast ended with it under way) the round goes on topic by topic."""
+        self.rebalances += 1
+        coasted = 0
+        instance = self.instance
+        if not self._coast_refused and isinstance(instance, SimMQClientInstance) and in_flow():  # (no try while
+            coast = CoastingRebalance(self, self.topics)                          # every topic moves queues)
+            if coast.start():
+                try:
+                    coasted = await coast.step()
+                except GeneratorExit:  # the round given up: its call under way still goes
+                    coast.interrupt()
+                    raise
+            else:
+                self._coast_refused = True
+        await self._rebalance_topics(self.topics[coasted:])
 
     def keeps_queues(self, topic, mq_set, cid_all) -> bool:
         kept = super().keeps_queues(topic, mq_set, cid_all)

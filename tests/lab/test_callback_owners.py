@@ -11,7 +11,7 @@ import pytest
 
 from lab.broker.server import ClientChannel
 from lab.clients.consumer import Consumer
-from lab.clients.producer import _Sending
+from lab.clients.producer import Producer
 from lab.config import LabConfig
 from lab.broker.ha import HAClient
 from lab.run.runner import RunOptions, run
@@ -38,8 +38,10 @@ def raising_after(calls: int, original, on_node=lambda self: True):
 
 CASES = {  # class, method, the one node it raises on (None: every broker — the only way to reach them)
     "consumer pull callback": (Consumer, "_on_pulled", "consumer-0", lambda c: c.node.name == "consumer-0"),
-    "producer send callback": (_Sending, "_on_reply", "producer-0", lambda s: s.producer.node.name == "producer-0"),
-    "slave replication callback": (HAClient, "_on_transfer", "broker-a-1", lambda h: h.node.name == "broker-a-1"),
+    # sendDefaultImpl's flow, resumed by each send's reply callback, records each attempt there
+    "producer send flow": (Producer, "_attempt", "producer-0", lambda p: p.node.name == "producer-0"),
+    # HAClient's flow, resumed by each transfer's reply callback, applies each reply there
+    "slave replication flow": (HAClient, "_apply", "broker-a-1", lambda h: h.node.name == "broker-a-1"),
     "broker held request answer": (ClientChannel, "send_soon", None, lambda c: True),
 }
 

@@ -20,6 +20,7 @@ from lab.clients.instance import MQClientInstance
 from lab.clients.producer import Producer
 from lab.config import LabConfig
 from lab.remoting.channels import Node
+from lab.remoting.flow import Step
 from lab.sim.clients import client_instance_class, consumer_class
 from lab.broker.store import MessageStore
 from nameserver.protocol import RequestCode, ResponseCode
@@ -384,7 +385,7 @@ async def leave_while_offset_queries_are_out(lab: ClientLab, monkeypatch) -> Non
     stayer = await lab.consumer("consumer-0")
     await lab.wait_until(lambda: len(lab.assignment("consumer-0")) == 8)
     leaving: dict = {}  # "since": the mark when it began to stop; then "late" replies, queries "asked"
-    original_add, original_query = Consumer._add_by_callbacks, MQClientAPI.query_consumer_offset_async
+    original_query = MQClientAPI.query_consumer_offset
     # Every reply a link's latency after its request: the stop, asked for while the first query is
     # out, begins before any reply lands, whatever order trio runs the ready tasks in (with no
     # latency the reply and the stop were ready at one instant, and the scheduler chose).
@@ -394,24 +395,30 @@ async def leave_while_offset_queries_are_out(lab: ClientLab, monkeypatch) -> Non
         leaving["since"] = lab.mark()
         await consumer.shutdown()
 
-    def add_then_leave(self, *args, **kwargs):
-        original_add(self, *args, **kwargs)
-        if self.node.name == "consumer-1" and "asked_to_stop" not in leaving:
-            leaving["asked_to_stop"] = True
-            lab.sim.nursery.start_soon(leave, self)
+    def noting_late(outcome):
+        if "since" in leaving:
+            leaving["late"] = leaving.get("late", 0) + 1
+        return outcome
 
-    def query_noting_late_replies(self, addr, group, mq, timeout, on_result):
-        if "since" in leaving and self is leaver.instance.api:
+    def query_then_leave(self, addr, group, mq, timeout):
+        """consumer-1's offset queries, counted once it stops; its first one out starts the stop."""
+        step = original_query(self, addr, group, mq, timeout)
+        if self is not leaver.instance.api:
+            return step
+        if "since" in leaving:
             leaving["asked"] = leaving.get("asked", 0) + 1
+        if "asked_to_stop" not in leaving:
+            leaving["asked_to_stop"] = True
+            lab.sim.nursery.start_soon(leave, leaver)
 
-        def noting(result):
-            if "since" in leaving and self is leaver.instance.api:
-                leaving["late"] = leaving.get("late", 0) + 1
-            on_result(result)
-        original_query(self, addr, group, mq, timeout, noting)
+        async def in_task():
+            try:
+                return noting_late(await step.in_task())
+            except Exception as error:
+                raise noting_late(error)
+        return Step(lambda resume: step.start(lambda outcome: resume(noting_late(outcome))), in_task)
 
-    monkeypatch.setattr(Consumer, "_add_by_callbacks", add_then_leave)
-    monkeypatch.setattr(MQClientAPI, "query_consumer_offset_async", query_noting_late_replies)
+    monkeypatch.setattr(MQClientAPI, "query_consumer_offset", query_then_leave)
     node = lab.node("consumer-1", consumeFromWhere="CONSUME_FROM_FIRST_OFFSET")
     leaver = Consumer(node, lab.instance(node), [TOPIC])
     await leaver.start()

@@ -198,20 +198,18 @@ def test_headless_runs_tune_the_collector_for_the_run_and_give_the_process_back(
 
 def test_a_simulated_run_repeats_in_a_process_whatever_ran_there_before(tmp_path):
     """A sweep's worker and a test session run many runs in one process. Clients share the route
-    bodies they decode, and a coasting route poll compares them: a cache that earlier runs left
-    nearly full, emptied mid-run, made a poll go call by call (its jitter drawn) where a fresh
-    process's coasted."""
-    from lab.clients import api
+    bodies they decode, and a coasting route poll compares them: when that cache was the module's,
+    one that earlier runs left nearly full, emptied mid-run, made a poll go call by call (its
+    jitter drawn) where a fresh process's coasted. Now each run has its own (Cluster.decoded)."""
     from lab.config import LabConfig, apply_overrides
     from lab.run import runner
 
-    def run(path):
+    def run(path, seed=4):
         config = LabConfig()
         apply_overrides(config, ["cluster.topics=200"])
-        runner.run(config, runner.RunOptions(sim=True, seed=4, duration=120.0, events_path=path))
+        runner.run(config, runner.RunOptions(sim=True, seed=seed, duration=120.0, events_path=path))
         return path.read_bytes()
 
     fresh = run(tmp_path / "fresh.events")
-    api._decoded_routes.clear()  # as earlier runs of other topics left it: nearly full
-    api._decoded_routes.update({(f"EarlierRun{i}", 0): (b"", None) for i in range(api.DECODED_ROUTES_MAX - 100)})
+    run(tmp_path / "other.events", seed=5)  # other topics' routes, decoded in this process
     assert run(tmp_path / "after.events") == fresh
