@@ -167,15 +167,27 @@ REALTIME_PLACES = {
 }
 
 
+# make test runs the realtime tests on workers too: most of them mostly wait (a lab at the UI's speed,
+# a pilot, a client's timeout). These use CPU in real time and fail beside one another (sped-up runs
+# on sockets beside the real C++ client's), so they share one worker, one after another, each beside
+# waiting tests only.
+REALTIME_BUSY = ("real", "pipeline/test_cluster.py", "lab/test_request_fault_scenarios.py",
+                 "lab/test_registration_flood.py", "lab/test_processes.py")
+
+
+def in_place(item: pytest.Item, place: str) -> bool:
+    where = Path(item.path).relative_to(TESTS).as_posix() + "::" + getattr(item, "originalname", item.name)
+    return where.startswith(place if "::" in place or place.endswith(".py") else place + "/")
+
+
 def realtime_reason(item: pytest.Item) -> str | None:
     names = getattr(item, "fixturenames", ())
     if "autojump_clock" in names:
         return None
     if TESTS not in Path(item.path).parents:  # a suite of a test's own, run with this file as a plugin
         return None
-    where = Path(item.path).relative_to(TESTS).as_posix() + "::" + getattr(item, "originalname", item.name)
     for place, why in REALTIME_PLACES.items():
-        if where.startswith(place if "::" in place or place.endswith(".py") else place + "/"):
+        if in_place(item, place):
             return why
     # pytest-trio runs an async test on trio's real clock, its timeouts and sleeps wall-clock ones;
     # or on `mock_clock`, which without autojump stands still or runs at a rate of real time
@@ -191,6 +203,8 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.simulated)
         if realtime_reason(item):
             item.add_marker(pytest.mark.realtime)
+            if any(in_place(item, place) for place in REALTIME_BUSY):
+                item.add_marker(pytest.mark.xdist_group("realtime-busy"))
         if not any(item.iter_markers("xdist_group")) and (group := worker_group(item)):
             item.add_marker(pytest.mark.xdist_group(group))
 
