@@ -114,10 +114,10 @@ def test_a_flow_given_up_runs_its_finally_and_ignores_a_late_answer():
 
 
 async def test_a_flow_that_awaits_a_task_only_wait_fails_saying_so(autojump_clock):
-    async def flow():
+    async def sleeping():
         await trio.sleep(1)
 
-    done = run_flow(flow())
+    done = run_flow(sleeping())
     assert isinstance(done[0][1], TypeError) and "in_task" in str(done[0][1])
 
 
