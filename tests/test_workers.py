@@ -94,10 +94,11 @@ def test_the_tests_of_a_module_scoped_fixture_share_one_worker_and_one_start(tmp
 # below finds such tests on its own, not from tests/conftest.py's list: from the source of each test,
 # of the fixtures it takes (but the whole suite's autouse ones in tests/conftest.py) and of the
 # test-tree functions and classes they name, transitively. A test showing a sign of real time must
-# be marked realtime, unless it runs on a virtual clock or is excused below with its reason.
+# be marked realtime, unless it runs on a virtual clock or is excused below with its reason. (A
+# `trio.sleep(0)` is a checkpoint, not a wait.)
 
 REAL_TIME_SIGNS = (r"sim=False|\"--speed\"|speed=\d|--processes|time\.sleep\(|time\.monotonic\(|time\.perf_counter\("
-                   r"|trio\.sleep|sleep_until\(|fail_after\(|move_on_after\(|Popen\(|pilot|run_test\(|wait\(timeout="
+                   r"|trio\.sleep(?!\(0\))|sleep_until\(|fail_after\(|move_on_after\(|Popen\(|pilot|run_test\(|wait\(timeout="
                    r"|communicate\(timeout=|create_connection\(|settimeout\(|tcp_network\(")
 VIRTUAL_CLOCK = r"VirtualClock\(|MockClock\(autojump_threshold=0"
 
