@@ -191,11 +191,8 @@ def coast_route_poll(instance: SimMQClientInstance, topics: list[str], poll: Rou
     api = instance.api
     if instance.config.routeParser != "fastjson" or not api.namesrv.is_sticky(instance.channels.is_connected):
         return None
-    client = instance.channels.open_channel(api.namesrv.chosen)
-    stream = getattr(client, "connection", None) and client.connection.stream
-    if not hasattr(stream, "coast_queries"):
-        return None
-    coast = CoastingRoutePoll(instance, topics, poll, client, stream)
+    client = instance.channels.open_channel(api.namesrv.chosen)  # (sticky: open) on the simulated network
+    coast = CoastingRoutePoll(instance, topics, poll, client, client.connection.stream)
     return coast if coast.start() else None
 
 
@@ -261,8 +258,10 @@ class CoastingRebalance:
         """(its RemotingClient, its simulated end, the member list's body, the members) for the
         broker at `addr`, watched from now on; None when calls to it cannot coast."""
         client = self.consumer.instance.channels.open_channel(addr) if addr is not None else None
-        stream = getattr(client, "connection", None) and client.connection.stream
-        broker = stream.watch_peer(self.wake) if hasattr(stream, "watch_peer") else None
+        if client is None:
+            return None
+        stream = client.connection.stream  # the simulated network's end (SimChannelTable's clients)
+        broker = stream.watch_peer(self.wake)
         if broker is None:
             return None
         self.broker_of[addr] = (broker, stream)
