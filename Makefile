@@ -46,10 +46,10 @@ lab: bytecode
 #    scheduling seed and its replay command.
 # 2. The realtime tests (tests/conftest.py marks them: a verdict that depends on wall-clock time, such
 #    as a lab on sockets or paced in real time, the real C++ client, the TUI's pilot, a measured
-#    duration), with nothing else beside them: beside phase 1's CPU work they fail now and then. On
-#    the same workers: most of them mostly wait; those that use CPU in real time (tests/conftest.py's
-#    REALTIME_BUSY: the real C++ client's, sped-up runs on sockets, Spark's cluster) share one worker,
-#    one after another.
+#    duration), with nothing else beside them: beside phase 1's CPU work they fail now and then.
+#    First those also marked realtime_busy, which use CPU in real time (tests/conftest.py's
+#    REALTIME_BUSY: the real C++ client's, sped-up runs on sockets, Spark's cluster), in pytest's
+#    own process, one after another; then the others, which mostly wait, on the workers.
 # 3. make schedules (simulated tests only, nothing on real time) beside the seed gate on the seeds of
 #    SEED_SAMPLE, each one's output printed whole when it ends. `make seeds` is the gate on 1-20.
 # `make test TEST_WORKERS=0` runs phases 1 and 2 in pytest's own process, no workers.
@@ -60,7 +60,8 @@ test: bytecode
 	echo "make test, phase 1: the suite but its realtime tests, on $(TEST_WORKERS) workers, at $$(date +%T)"; \
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup -m "not realtime" || failed="$$failed 1"; \
 	echo "make test, phase 2: the realtime tests, nothing else beside them, at $$(date +%T)"; \
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup -m realtime || failed="$$failed 2"; \
+	$(BIN)/python -m pytest -n 0 -m "realtime and realtime_busy" || failed="$$failed 2"; \
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup -m "realtime and not realtime_busy" || failed="$$failed 2"; \
 	echo "make test, phase 3: make schedules beside the seed gate on seeds $(SEED_SAMPLE), at $$(date +%T)"; \
 	$(MAKE) --no-print-directory -j2 --output-sync=target schedules seeds SEEDS=$(SEED_SAMPLE) || failed="$$failed 3"; \
 	echo "make test: ended at $$(date +%T)"; \

@@ -167,10 +167,10 @@ REALTIME_PLACES = {
 }
 
 
-# make test runs the realtime tests on workers too: most of them mostly wait (a lab at the UI's speed,
-# a pilot, a client's timeout). These use CPU in real time and fail beside one another (sped-up runs
-# on sockets beside the real C++ client's), so they share one worker, one after another, each beside
-# waiting tests only.
+# make test runs most realtime tests on workers: they mostly wait (a lab at the UI's speed, a pilot, a
+# client's timeout). These use CPU in real time and fail beside other tests (sped-up runs on sockets
+# beside the real C++ client's, or beside the TUI's tests): marked realtime_busy too, make test runs
+# them in one process with nothing beside them.
 REALTIME_BUSY = ("real", "pipeline/test_cluster.py", "lab/test_request_fault_scenarios.py",
                  "lab/test_registration_flood.py", "lab/test_processes.py")
 
@@ -204,7 +204,7 @@ def pytest_collection_modifyitems(items):
         if realtime_reason(item):
             item.add_marker(pytest.mark.realtime)
             if any(in_place(item, place) for place in REALTIME_BUSY):
-                item.add_marker(pytest.mark.xdist_group("realtime-busy"))
+                item.add_marker(pytest.mark.realtime_busy)
         if not any(item.iter_markers("xdist_group")) and (group := worker_group(item)):
             item.add_marker(pytest.mark.xdist_group(group))
 
