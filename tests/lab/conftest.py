@@ -9,6 +9,7 @@ import pytest
 import trio
 from trio.testing import MockClock
 
+from chaos.network import SimNetwork
 from lab.broker.server import Broker
 from lab.config import LabConfig
 from lab.events import EventLog
@@ -59,8 +60,12 @@ class Harness:
     def kinds(self, kind: str, **match) -> list[dict]:
         return [r for r in self.records if r["kind"] == kind and all(r.get(k) == v for k, v in match.items())]
 
-    async def start_nameserver(self, name: str = "ns-0", port: int = 9876) -> str:
+    async def start_nameserver(self, name: str = "ns-0", port: int | None = None) -> str:
+        """`port` None: 9876 on the simulated network, any free one over real sockets (tests run
+        side by side on workers)."""
         server = self.roles.name_server()
+        if port is None:
+            port = 9876 if isinstance(self.network, SimNetwork) else 0
         listener, address = await self.network.listen(name, port)
         await self.nursery.start(server.serve, [listener])
         self.nameservers[address] = server
