@@ -52,9 +52,13 @@ def _lab_ending() -> bool:
     SIGKILLed then, as a killed node is)."""
     nursery = trio.lowlevel.current_task().parent_nursery
     while nursery is not None:
-        if nursery.cancel_scope.cancel_called:
-            return True
         task = nursery.parent_task
+        # The nurseries around this one include those its task opened before it (`nslab run`'s,
+        # around run_cluster's, in one task): a task's open nurseries nest, in the order opened.
+        opened = task.child_nurseries if task is not None else []
+        around = opened[:opened.index(nursery) + 1] if nursery in opened else [nursery]
+        if any(n.cancel_scope.cancel_called for n in around):
+            return True
         nursery = task.parent_nursery if task is not None else None
     return False
 
