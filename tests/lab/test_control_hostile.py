@@ -19,9 +19,9 @@ import pytest
 
 from lab import cli
 from lab.control import live
+from other_user import OTHER, run_as_other_user, start_as_other_user
 
 NSLAB = str(Path(sys.executable).with_name("nslab"))
-OTHER = 65534  # nobody
 as_root = pytest.mark.skipif(os.geteuid() != 0, reason="acting as another user (uid 65534) needs root: run the suite as root")
 
 
@@ -254,8 +254,7 @@ def serve_as_other_user(path: Path) -> subprocess.Popen:
             "while True:\n"
             "    c, _ = s.accept(); c.recv(65536)\n"
             "    c.sendall(b'{\"ok\": true, \"message\": \"broker-a-0 killed\"}\\n'); c.close()\n")
-    proc = subprocess.Popen([sys.executable, "-c", code, str(path)], user=OTHER, group=OTHER,
-                            stdout=subprocess.PIPE, text=True)
+    proc = start_as_other_user(code, str(path), stdout=subprocess.PIPE)
     assert proc.stdout.readline() == "ready\n"
     return proc
 
@@ -403,8 +402,7 @@ def test_a_client_of_another_user_is_refused_even_were_the_socket_in_reach(monke
         code = ("import socket, sys\n"
                 "s = socket.socket(socket.AF_UNIX); s.settimeout(10); s.connect(sys.argv[1])\n"
                 "print(s.recv(65536).decode())\n")  # the refusal comes before any request
-        other = subprocess.run([sys.executable, "-c", code, str(server.socket_path)], user=OTHER, group=OTHER,
-                               capture_output=True, text=True, timeout=30)
+        other = run_as_other_user(code, str(server.socket_path), timeout=30)
         assert other.stdout and json.loads(other.stdout) == {"ok": False, "message": "refused: this lab answers uid 0 (root) only"}, \
             other.stdout + other.stderr
     finally:

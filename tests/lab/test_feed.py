@@ -12,6 +12,7 @@ from pathlib import Path
 
 from lab.control.feed import EventFeed
 from lab.events import pack_record, read_events
+from other_user import python_for_other_user, run_as_other_user
 
 
 def record(i: int, size: int = 100) -> dict:
@@ -199,13 +200,8 @@ def test_a_viewer_of_another_user_is_refused(tmp_path):
     """Even were the socket within its reach (a folder and socket someone opened up by hand)."""
     import os
     import shutil
-    import subprocess
-    import sys
 
-    import pytest
-
-    if os.geteuid() != 0:
-        pytest.skip("acting as another user (uid 65534) needs root: run the suite as root")
+    python_for_other_user()  # skips, saying why, when no other user can be acted as
     shared = Path(tempfile.mkdtemp(prefix="nslab-feed-", dir="/tmp"))
     try:
         os.chmod(shared, 0o755)
@@ -220,8 +216,7 @@ def test_a_viewer_of_another_user_is_refused(tmp_path):
                 "    while chunk := s.recv(65536): data += chunk\n"
                 "except TimeoutError: pass\n"
                 "print(len(data))\n")
-        other = subprocess.run([sys.executable, "-c", code, str(feed.path)], user=65534, group=65534,
-                               capture_output=True, text=True, timeout=30)
+        other = run_as_other_user(code, str(feed.path), timeout=30)
         assert other.stdout.strip() == "0", f"the other user read {other.stdout.strip()} bytes of the lab's records"
         assert feed.dropped == ["viewer 1 refused: uid 65534 is not the lab's user"]
         feed.close()
