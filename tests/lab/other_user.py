@@ -25,11 +25,10 @@ def _candidates() -> list[str]:
 
 def _blocking_folder(path: str) -> Path | None:
     """The first folder along `path` that the other user may not pass through (no x for others)."""
-    resolved = Path(os.path.realpath(path))
-    for folder in [*reversed(resolved.parents)]:
-        mode = os.stat(folder).st_mode
-        if not mode & 0o001:
-            return folder
+    for reached in (Path(os.path.abspath(path)), Path(os.path.realpath(path))):
+        for folder in reversed(reached.parents):
+            if not os.stat(folder).st_mode & 0o001:
+                return folder
     return None
 
 
