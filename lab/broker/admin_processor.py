@@ -1,32 +1,14 @@
-"""The rest of AdminBrokerProcessor (4.9.8) on a lab broker: subscription groups, config, stats,
-metadata, topic deletion, and requests forwarded to a consumer. The bodies are lab/broker/admin.py's
-and subscription_group.py's plain functions; this is their edge on the broker (lab/broker/server.py
-dispatches these codes here).
-
-| code | mqadmin | what the broker does |
-| 21  | exportMetadata             | the topic table and its DataVersion |
-| 305 | exportMetadata, exportMetrics | the system topics (left out of what 21 gave) |
-| 25  | updateBrokerConfig         | keeps every 4.9.8 key it is given; acts on those the lab has (see apply_config) |
-| 26  | getBrokerConfig            | 4.9.8's keys, the lab's values where it has them |
-| 200 | updateSubGroup             | creates or replaces a SubscriptionGroupConfig |
-| 201 | getConsumerConfig, exportMetrics, exportMetadata | the subscription group table |
-| 207 | deleteSubGroup             | removes a group from the table |
-| 215 | deleteTopic                | removes the topic; the next registration carries the table without it |
-| 307 | consumerStatus             | forwards the request to the consumer's connection, and its answer back |
-| 315 | statsAll, the Dashboard    | TOPIC_PUT_NUMS from the store; GROUP_GET_NUMS, BROKER_PUT_NUMS, BROKER_GET_NUMS from BrokerStats |
-| 328 | producer                   | every producer group's connections |
-| 12  | queryMsgByKey, queryMsgByUniqueKey, queryMsgTraceById | messages by KEYS / UNIQ_KEY (query_message.py) |
-| 33  | queryMsgById               | the message at a commit-log offset (query_message.py) |
-| 222 | resetOffsetByTime, skipAccumulatedMessage | each queue's offset for a time, told to the group's consumers |
-| 309 | queryMsgById / queryMsgByUniqueKey -g -d | the message, forwarded to the consumer as 307 is |
-| 321 | queryCq                    | a consume queue's entries |
-| 306, 316, 329 | cleanExpiredCQ, cleanUnusedTopic, deleteExpiredCommitLog | SUCCESS: nothing expires in the lab |
-| 50-53 | updateAclConfig, deleteAclConfig, clusterAclConfigVersion, updateGlobalWhiteAddr | as 4.9.8 with aclEnable=false |
+"""AdminBrokerProcessor (4.9.8) on a lab broker: the codes mqadmin and the Dashboard send, each
+with its header, reply and where the lab differs in docs/broker-admin.md. The bodies are
+lab/broker/admin.py's, subscription_group.py's and query_message.py's plain functions; this is
+their edge on the broker (lab/broker/server.py dispatches these codes here), bar
+GET_BROKER_RUNTIME_INFO, which is Broker._get_broker_runtime_info.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 from typing import TYPE_CHECKING, Callable
 
@@ -34,13 +16,14 @@ import trio
 
 from nameserver import bodies
 from nameserver.protocol import RemotingCommand, ResponseCode, fastjson
-from nameserver.routes import DataVersion
+from nameserver.routes import DataVersion, TopicConfig
 from lab.remoting.epoch import epoch_ms
 
 from . import admin, broker_config_keys, query_message, topic_config
 from lab.remoting.message import decode_messages
 from nameserver.java_order import string_hash
 from nameserver.protocol.fastjson import Bean
+from .topic_config import PERM_RW
 from .subscription_group import SubscriptionGroupConfig, SubscriptionGroupManager
 
 if TYPE_CHECKING:
@@ -72,9 +55,6 @@ UPDATE_AND_CREATE_ACL_CONFIG = 50
 DELETE_ACL_CONFIG = 51
 GET_BROKER_CLUSTER_ACL_INFO = 52
 UPDATE_GLOBAL_WHITE_ADDRS_CONFIG = 53
-UPDATE_AND_CREATE_ACL_CONFIG_FAILED = 209  # ResponseCode
-DELETE_ACL_CONFIG_FAILED = 210
-UPDATE_GLOBAL_WHITE_ADDRS_CONFIG_FAILED = 211
 # MQVersion.Version.V3_0_7_SNAPSHOT.ordinal(): older clients cannot reset their offsets.
 V3_0_7_SNAPSHOT = 28
 # With aclEnable=false (4.9.8's default and the lab's) BrokerController.initialAcl loads no
@@ -82,6 +62,11 @@ V3_0_7_SNAPSHOT = 28
 # the NullPointerException's message, which a JDK 15+ writes this way (helpful NPE messages; the
 # broker's classes carry their local variable names). On a JDK 8 the remark is null.
 ACL_NPE = 'Cannot invoke "org.apache.rocketmq.acl.AccessValidator.{}({})" because "accessValidator" is null'
+ACL_NPE_REMARKS = {  # code: (its ResponseCode ..._FAILED, the AccessValidator method called, its parameters)
+    UPDATE_AND_CREATE_ACL_CONFIG: (209, "updateAccessConfig", "org.apache.rocketmq.common.PlainAccessConfig"),
+    DELETE_ACL_CONFIG: (210, "deleteAccessConfig", "String"),
+    UPDATE_GLOBAL_WHITE_ADDRS_CONFIG: (211, "updateGlobalWhiteAddrsConfig", "java.util.List, String"),
+}
 # ConsumeQueue.CQ_STORE_UNIT_SIZE and MessageStoreConfig.mappedFileSizeConsumeQueue: getIndexBuffer
 # returns the entries from the index to the end of its mapped file.
 CQ_STORE_UNIT_SIZE = 20
@@ -98,6 +83,14 @@ LIVE_KEYS = frozenset(("longPollingEnable", "shortPollingTimeMills", "slaveReadE
 # Configuration.persist writes into the broker's properties file (-c), read again at the next start.
 SUBSCRIPTION_GROUP_FILE = "subscriptionGroup.json"
 BROKER_PROPERTIES_FILE = "broker.properties"
+
+
+class Refused(Exception):
+    """A request answered with `code` and `remark` instead of the body it asked for."""
+
+    def __init__(self, code: int, remark: str):
+        super().__init__(remark)
+        self.code, self.remark = code, remark
 
 
 class AdminProcessor:
@@ -139,55 +132,93 @@ class AdminProcessor:
         self.broker.store.save_config(SUBSCRIPTION_GROUP_FILE, self.subscription_group_manager.file_content())
 
     def processors(self) -> dict[int, Callable[[RemotingCommand, ClientChannel], RemotingCommand | None]]:
+        broker = self.broker
+        topics = broker.topic_config_manager
+        with_body = {  # a SUCCESS reply whose body the request's state builds, or a Refused
+            admin.GET_ALL_TOPIC_CONFIG: lambda req: admin.all_topic_config(topics.topic_config_table,
+                                                                            topics.data_version),
+            admin.GET_ALL_SUBSCRIPTIONGROUP_CONFIG: lambda req: self.subscription_group_manager.bean(),
+            admin.GET_SYSTEM_TOPIC_LIST_FROM_BROKER: lambda req: admin.system_topic_list(self.reserved_topics),
+            admin.GET_TOPIC_STATS_INFO: self.get_topic_stats_info,
+            admin.GET_CONSUMER_CONNECTION_LIST: self.get_consumer_connection_list,
+            admin.GET_PRODUCER_CONNECTION_LIST: self.get_producer_connection_list,
+            admin.GET_CONSUME_STATS: self.get_consume_stats,
+            admin.QUERY_TOPIC_CONSUME_BY_WHO: self.query_topic_consume_by_who,
+            admin.GET_BROKER_CONSUME_STATS: self.get_broker_consume_stats,
+            admin.VIEW_BROKER_STATS_DATA: self.view_broker_stats_data,
+            admin.GET_ALL_PRODUCER_INFO: lambda req: admin.producer_table_info(
+                broker.producer_manager.group_channel_table, lambda ch: ch.remote_addr,
+                lambda t: epoch_ms(broker.node.epoch_base_ms, t)),
+        }
+        # DefaultMessageStore.cleanExpiredConsumerQueue / cleanUnusedTopic / executeDeleteFilesManually,
+        # then SUCCESS: the lab's store keeps every message of the run (nothing is ever expired or
+        # unused), so there is nothing for them to delete.
+        nothing_to_clean = (CLEAN_EXPIRED_CONSUMEQUEUE, CLEAN_UNUSED_TOPIC, DELETE_EXPIRED_COMMITLOG)
         return {
-            admin.GET_ALL_TOPIC_CONFIG: self.get_all_topic_config,
+            **{code: functools.partial(self._with_body, build) for code, build in with_body.items()},
+            **{code: lambda req, channel: req.response(ResponseCode.SUCCESS) for code in nothing_to_clean},
+            **{code: functools.partial(self._acl_refusal, failed, method, params)
+               for code, (failed, method, params) in ACL_NPE_REMARKS.items()},
+            admin.UPDATE_AND_CREATE_TOPIC: self.update_and_create_topic,
             admin.UPDATE_BROKER_CONFIG: self.update_broker_config,
             admin.GET_BROKER_CONFIG: self.get_broker_config,
             admin.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP: self.update_and_create_subscription_group,
-            admin.GET_ALL_SUBSCRIPTIONGROUP_CONFIG: self.get_all_subscription_group,
             admin.DELETE_SUBSCRIPTIONGROUP: self.delete_subscription_group,
             admin.DELETE_TOPIC_IN_BROKER: self.delete_topic,
             admin.GET_CONSUMER_RUNNING_INFO: self.get_consumer_running_info,
-            admin.VIEW_BROKER_STATS_DATA: self.view_broker_stats_data,
-            admin.GET_ALL_PRODUCER_INFO: self.get_all_producer_info,
-            admin.GET_SYSTEM_TOPIC_LIST_FROM_BROKER: lambda req, channel: self._body(
-                req, admin.system_topic_list(self.reserved_topics)),
-            query_message.QUERY_MESSAGE: lambda req, channel: query_message.query_message(req, self.broker.store),
-            query_message.VIEW_MESSAGE_BY_ID: lambda req, channel: query_message.view_message_by_id(
-                req, self.broker.store),
+            query_message.QUERY_MESSAGE: lambda req, channel: query_message.query_message(req, broker.store),
+            query_message.VIEW_MESSAGE_BY_ID: lambda req, channel: query_message.view_message_by_id(req, broker.store),
             INVOKE_BROKER_TO_RESET_OFFSET: self.reset_offset,
             CONSUME_MESSAGE_DIRECTLY: self.consume_message_directly,
             QUERY_CONSUME_QUEUE: self.query_consume_queue,
-            # DefaultMessageStore.cleanExpiredConsumerQueue / cleanUnusedTopic /
-            # executeDeleteFilesManually, then SUCCESS: the lab's store keeps every message of the
-            # run (nothing is ever expired or unused), so there is nothing for them to delete.
-            CLEAN_EXPIRED_CONSUMEQUEUE: lambda req, channel: req.response(ResponseCode.SUCCESS),
-            CLEAN_UNUSED_TOPIC: lambda req, channel: req.response(ResponseCode.SUCCESS),
-            DELETE_EXPIRED_COMMITLOG: lambda req, channel: req.response(ResponseCode.SUCCESS),
-            UPDATE_AND_CREATE_ACL_CONFIG: lambda req, channel: req.response(
-                UPDATE_AND_CREATE_ACL_CONFIG_FAILED, ACL_NPE.format("updateAccessConfig",
-                                                                    "org.apache.rocketmq.common.PlainAccessConfig")),
-            DELETE_ACL_CONFIG: lambda req, channel: req.response(
-                DELETE_ACL_CONFIG_FAILED, ACL_NPE.format("deleteAccessConfig", "String")),
-            UPDATE_GLOBAL_WHITE_ADDRS_CONFIG: lambda req, channel: req.response(
-                UPDATE_GLOBAL_WHITE_ADDRS_CONFIG_FAILED, ACL_NPE.format("updateGlobalWhiteAddrsConfig",
-                                                                        "java.util.List, String")),
             GET_BROKER_CLUSTER_ACL_INFO: self.get_broker_acl_config_version,
         }
 
     @staticmethod
-    def _body(req: RemotingCommand, bean: object) -> RemotingCommand:
+    def _with_body(build: Callable[[RemotingCommand], object], req: RemotingCommand,
+                   channel: ClientChannel) -> RemotingCommand:
+        """SUCCESS with the fastjson body `build` makes: what mqadmin and the Dashboard parse,
+        whatever the request's serialize type (the lab's own nodes never ask these codes)."""
+        try:
+            bean = build(req)
+        except Refused as refused:
+            return req.response(refused.code, refused.remark)
         return req.response(ResponseCode.SUCCESS, body=fastjson.encode(bean))
+
+    @staticmethod
+    def _acl_refusal(failed: int, method: str, params: str, req: RemotingCommand,
+                     channel: ClientChannel) -> RemotingCommand:
+        return req.response(failed, ACL_NPE.format(method, params))
 
     def _refuse_on_slave(self, req: RemotingCommand) -> RemotingCommand | None:
         """AdminBrokerProcessor.validateSlave."""
         return req.response(ResponseCode.SYSTEM_ERROR, SLAVE_REFUSAL) if self.broker.is_slave else None
 
-    # --- topics (21, 215) ---------------------------------------------------------------------------
+    # --- topics (17, 215) ---------------------------------------------------------------------------
 
-    def get_all_topic_config(self, req: RemotingCommand, channel: ClientChannel) -> RemotingCommand:
-        manager = self.broker.topic_config_manager
-        return self._body(req, admin.all_topic_config(manager.topic_config_table, manager.data_version))
+    def update_and_create_topic(self, req: RemotingCommand, channel: ClientChannel) -> RemotingCommand | None:
+        """Create or change a topic, then registerIncrementBrokerData: a new DataVersion and a
+        registration carrying only this topic, sent at once; 4.9.8 answers after it (sync), and
+        answers SUCCESS whatever the NameServers said."""
+        broker = self.broker
+        topic = req.field("topic")
+        remark = admin.check_topic(topic, (broker.cluster_name, broker.broker_name))
+        if remark is not None:
+            return req.response(ResponseCode.SYSTEM_ERROR, remark)
+        config = admin.topic_config_from_header(req.ext_fields or {})
+        previous = broker.topic_config_manager.update_topic_config(config, broker.node.now_ms())
+        broker.node.emit("broker.topic", topic=topic, queues=config.write_queue_nums, perm=config.perm,
+                         reason="update" if previous is not None else "create")
+        if broker.broker_permission & PERM_RW != PERM_RW:  # registered with the broker's permission
+            config = TopicConfig(topic, config.read_queue_nums, config.write_queue_nums, broker.broker_permission)
+        broker._services.start_soon(self._register_increment, req, channel, {topic: config})
+        return None
+
+    async def _register_increment(self, req: RemotingCommand, channel: ClientChannel,
+                                  table: dict[str, TopicConfig]) -> None:
+        await self.broker.register_broker_all("update_topic", table)
+        if not req.is_oneway:
+            channel.send_soon(req.response(ResponseCode.SUCCESS))
 
     def delete_topic(self, req: RemotingCommand, channel: ClientChannel) -> RemotingCommand:
         refused = self._refuse_on_slave(req)
@@ -201,6 +232,49 @@ class AdminProcessor:
         if broker.topic_config_manager.delete_topic_config(topic, broker.node.now_ms()) is not None:
             broker.node.emit("broker.topic", topic=topic, queues=0, perm=0, reason="delete")
         return req.response(ResponseCode.SUCCESS)
+
+    # --- topic stats (202), connections (203, 204), consume stats (208, 317), GroupList (300) ---------
+
+    def get_topic_stats_info(self, req: RemotingCommand) -> Bean:
+        topic = req.require("topic")
+        config = self.broker.topic_config_manager.select(topic)
+        if config is None:
+            raise Refused(ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist")
+        return admin.topic_stats_table(config, self.broker.broker_name, self.broker.store)
+
+    def get_consumer_connection_list(self, req: RemotingCommand) -> Bean:
+        group = req.require("consumerGroup")
+        info = self.broker.consumer_manager.consumer_table.get(group)
+        if info is None:
+            raise Refused(admin.CONSUMER_NOT_ONLINE, f"the consumer group[{group}] not online")
+        return admin.consumer_connection(info, lambda ch: ch.remote_addr)
+
+    def get_producer_connection_list(self, req: RemotingCommand) -> Bean:
+        group = req.require("producerGroup")
+        channels = self.broker.producer_manager.get_group_channels(group)
+        if channels is None:
+            raise Refused(ResponseCode.SYSTEM_ERROR, f"the producer group[{group}] not exist")
+        return admin.producer_connection(channels, lambda ch: ch.remote_addr)
+
+    def _consume_stats_args(self) -> dict:
+        broker = self.broker
+        return dict(select=broker.topic_config_manager.select, consumers=broker.consumer_manager, store=broker.store,
+                    stats=broker.stats, broker_name=broker.broker_name, now=broker.node.now())
+
+    def get_consume_stats(self, req: RemotingCommand) -> Bean:
+        group, topic = req.require("consumerGroup"), req.field("topic")
+        topics = [topic] if topic and topic.strip() else admin.topics_by_consumer(self.broker.store, group)
+        return admin.consume_stats(group, topics, **self._consume_stats_args())[0]
+
+    def query_topic_consume_by_who(self, req: RemotingCommand) -> Bean:
+        topic = req.require("topic")
+        broker = self.broker
+        return admin.group_list(broker.consumer_manager.query_topic_consume_by_who(topic)
+                                + admin.groups_by_topic(broker.store, topic))
+
+    def get_broker_consume_stats(self, req: RemotingCommand) -> Bean:
+        return admin.consume_stats_list(self.subscription_group_manager.group_names(), broker_addr=self.broker.address,
+                                        order_only=req.field("isOrder") == "true", **self._consume_stats_args())
 
     # --- config (25, 26) ----------------------------------------------------------------------------
 
@@ -294,9 +368,6 @@ class AdminProcessor:
         self.broker.node.emit("broker.subscription_group", group=config.groupName, change="update",
                               consume_enable=config.consumeEnable)
         return req.response(ResponseCode.SUCCESS)
-
-    def get_all_subscription_group(self, req: RemotingCommand, channel: ClientChannel) -> RemotingCommand:
-        return self._body(req, self.subscription_group_manager.bean())
 
     def delete_subscription_group(self, req: RemotingCommand, channel: ClientChannel) -> RemotingCommand:
         refused = self._refuse_on_slave(req)
@@ -395,7 +466,7 @@ class AdminProcessor:
 
     # --- VIEW_BROKER_STATS_DATA (315) ---------------------------------------------------------------
 
-    def view_broker_stats_data(self, req: RemotingCommand, channel: ClientChannel) -> RemotingCommand:
+    def view_broker_stats_data(self, req: RemotingCommand) -> Bean:
         name, key = req.require("statsName"), req.require("statsKey")
         broker = self.broker
         now = broker.node.now()
@@ -411,8 +482,8 @@ class AdminProcessor:
         elif name in (admin.BROKER_PUT_NUMS, admin.BROKER_GET_NUMS) and key == broker.cluster_name:
             counts = self._counts(broker.stats.puts if name == admin.BROKER_PUT_NUMS else broker.stats.gets, now, uptime)
         if counts is None:
-            return req.response(ResponseCode.SYSTEM_ERROR, f"The stats <{name}> <{key}> not exist")
-        return self._body(req, admin.broker_stats_data(counts, uptime))
+            raise Refused(ResponseCode.SYSTEM_ERROR, f"The stats <{name}> <{key}> not exist")
+        return admin.broker_stats_data(counts, uptime)
 
     @staticmethod
     def _counts(rate, now: float, uptime: float) -> dict[str, int] | None:
@@ -501,7 +572,7 @@ class AdminProcessor:
             entries.append(Bean(eval=False, physicOffset=record.commit_log_offset, physicSize=len(record.data),
                                 tagsCode=java_int(string_hash(tags)) if tags else 0))
         fields["queueData"] = entries
-        return self._body(req, Bean(fields))
+        return req.response(ResponseCode.SUCCESS, body=fastjson.encode(Bean(fields)))
 
     # --- ACL (52): getBrokerAclConfigVersion ---------------------------------------------------------
 
@@ -510,11 +581,3 @@ class AdminProcessor:
         returns null, so the request is never answered (mqadmin's clusterAclConfigVersion times
         out). The lab does the same."""
         return None
-
-    # --- GET_ALL_PRODUCER_INFO (328) ----------------------------------------------------------------
-
-    def get_all_producer_info(self, req: RemotingCommand, channel: ClientChannel) -> RemotingCommand:
-        base = self.broker.node.epoch_base_ms
-        return self._body(req, admin.producer_table_info(
-            self.broker.producer_manager.group_channel_table, lambda ch: ch.remote_addr,
-            lambda t: epoch_ms(base, t)))

@@ -3,7 +3,7 @@
 It registers with every NameServer (at start, then every registerNameServerPeriod, and whenever its
 topics change), stores messages in a MessageStore, answers producers and consumers (send, pull with
 long polling, offsets, heartbeats, consumer lists, locks, send-back) and operators (the admin codes
-mqadmin and the Dashboard use: lab/broker/admin.py), and a slave replicates its master
+mqadmin and the Dashboard use: lab/broker/admin_processor.py), and a slave replicates its master
 (lab/broker/ha.py). The decisions live in plain modules — pull.py, consumer_manager.py,
 producer_manager.py, topic_config.py, admin.py, stats.py — and this one is their trio edge.
 Timestamps on the wire (store times, DataVersions) are the node's epoch milliseconds
@@ -167,14 +167,7 @@ class Broker:
             RequestCode.UNLOCK_BATCH_MQ: lambda req, channel: req.response(ResponseCode.SUCCESS),
             RequestCode.CONSUMER_SEND_MSG_BACK: self._consumer_send_msg_back,
             HA_TRANSFER: self._ha_transfer,
-            admin.UPDATE_AND_CREATE_TOPIC: self._update_and_create_topic,
             admin.GET_BROKER_RUNTIME_INFO: self._get_broker_runtime_info,
-            admin.GET_TOPIC_STATS_INFO: self._get_topic_stats_info,
-            admin.GET_CONSUMER_CONNECTION_LIST: self._get_consumer_connection_list,
-            admin.GET_PRODUCER_CONNECTION_LIST: self._get_producer_connection_list,
-            admin.GET_CONSUME_STATS: self._get_consume_stats,
-            admin.QUERY_TOPIC_CONSUME_BY_WHO: self._query_topic_consume_by_who,
-            admin.GET_BROKER_CONSUME_STATS: self._get_broker_consume_stats,
             **self.admin_processor.processors(),
         }
 
@@ -637,36 +630,7 @@ class Broker:
         for _group, channel in self.consumer_manager.scan_not_active_channel(trio.current_time()):
             channel.close()
 
-    # --- admin (lab/broker/admin.py) ----------------------------------------------------------------
-
-    @staticmethod
-    def _body(req: RemotingCommand, bean: object) -> RemotingCommand:
-        """A SUCCESS reply with a fastjson body: what mqadmin and the Dashboard parse, whatever the
-        request's serialize type (the lab's own nodes never ask these codes)."""
-        return req.response(ResponseCode.SUCCESS, body=fastjson.encode(bean))
-
-    def _update_and_create_topic(self, req: RemotingCommand, channel: ClientChannel) -> RemotingCommand | None:
-        """Create or change a topic, then registerIncrementBrokerData: a new DataVersion and a
-        registration carrying only this topic, sent at once; 4.9.8 answers after it (sync), and
-        answers SUCCESS whatever the NameServers said."""
-        topic = req.field("topic")
-        remark = admin.check_topic(topic, (self.cluster_name, self.broker_name))
-        if remark is not None:
-            return req.response(ResponseCode.SYSTEM_ERROR, remark)
-        config = admin.topic_config_from_header(req.ext_fields or {})
-        previous = self.topic_config_manager.update_topic_config(config, self.node.now_ms())
-        self.node.emit("broker.topic", topic=topic, queues=config.write_queue_nums, perm=config.perm,
-                       reason="update" if previous is not None else "create")
-        if self.broker_permission & PERM_RW != PERM_RW:  # registered with the broker's permission
-            config = TopicConfig(topic, config.read_queue_nums, config.write_queue_nums, self.broker_permission)
-        self._services.start_soon(self._register_increment, req, channel, {topic: config})
-        return None
-
-    async def _register_increment(self, req: RemotingCommand, channel: ClientChannel,
-                                  table: dict[str, TopicConfig]) -> None:
-        await self.register_broker_all("update_topic", table)
-        if not req.is_oneway:
-            channel.send_soon(req.response(ResponseCode.SUCCESS))
+    # --- admin (the rest is lab/broker/admin_processor.py's) ------------------------------------------
 
     def broker_properties(self) -> dict[str, object]:
         """The broker config as GET_BROKER_CONFIG lists it: the lab's [broker] settings under
@@ -682,47 +646,7 @@ class Broker:
         return props
 
     def _get_broker_runtime_info(self, req: RemotingCommand, channel: ClientChannel) -> RemotingCommand:
-        return self._body(req, admin.runtime_info(stats=self.stats, store=self.store, now=self.node.now(),
-                                                  now_ms=self.node.now_ms(), boot_ms=self.boot_ms))
-
-    def _get_topic_stats_info(self, req: RemotingCommand, channel: ClientChannel) -> RemotingCommand:
-        topic = req.require("topic")
-        config = self.topic_config_manager.select(topic)
-        if config is None:
-            return req.response(ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist")
-        return self._body(req, admin.topic_stats_table(config, self.broker_name, self.store))
-
-    def _get_consumer_connection_list(self, req: RemotingCommand, channel: ClientChannel) -> RemotingCommand:
-        group = req.require("consumerGroup")
-        info = self.consumer_manager.consumer_table.get(group)
-        if info is None:
-            return req.response(admin.CONSUMER_NOT_ONLINE, f"the consumer group[{group}] not online")
-        return self._body(req, admin.consumer_connection(info, lambda ch: ch.remote_addr))
-
-    def _get_producer_connection_list(self, req: RemotingCommand, channel: ClientChannel) -> RemotingCommand:
-        group = req.require("producerGroup")
-        channels = self.producer_manager.get_group_channels(group)
-        if channels is None:
-            return req.response(ResponseCode.SYSTEM_ERROR, f"the producer group[{group}] not exist")
-        return self._body(req, admin.producer_connection(channels, lambda ch: ch.remote_addr))
-
-    def _consume_stats_args(self) -> dict:
-        return dict(select=self.topic_config_manager.select, consumers=self.consumer_manager, store=self.store,
-                    stats=self.stats, broker_name=self.broker_name, now=self.node.now())
-
-    def _get_consume_stats(self, req: RemotingCommand, channel: ClientChannel) -> RemotingCommand:
-        group, topic = req.require("consumerGroup"), req.field("topic")
-        topics = [topic] if topic and topic.strip() else admin.topics_by_consumer(self.store, group)
-        stats, _diff = admin.consume_stats(group, topics, **self._consume_stats_args())
-        return self._body(req, stats)
-
-    def _query_topic_consume_by_who(self, req: RemotingCommand, channel: ClientChannel) -> RemotingCommand:
-        topic = req.require("topic")
-        groups = self.consumer_manager.query_topic_consume_by_who(topic) + admin.groups_by_topic(self.store, topic)
-        return self._body(req, admin.group_list(groups))
-
-    def _get_broker_consume_stats(self, req: RemotingCommand, channel: ClientChannel) -> RemotingCommand:
-        groups = self.admin_processor.subscription_group_manager.group_names()
-        return self._body(req, admin.consume_stats_list(groups, broker_addr=self.address,
-                                                        order_only=req.field("isOrder") == "true",
-                                                        **self._consume_stats_args()))
+        """GET_BROKER_RUNTIME_INFO (the other admin codes are lab/broker/admin_processor.py's)."""
+        info = admin.runtime_info(stats=self.stats, store=self.store, now=self.node.now(), now_ms=self.node.now_ms(),
+                                  boot_ms=self.boot_ms)
+        return req.response(ResponseCode.SUCCESS, body=fastjson.encode(info))
