@@ -1,25 +1,7 @@
 """The admin side of a broker — what mqadmin and the RocketMQ Dashboard ask (AdminBrokerProcessor,
 4.9.8): plain functions building each reply body from the broker's state and `now`. The trio edge
-and the request headers are lab/broker/server.py's.
-
-| code | request | body (fastjson, nameserver/protocol/fastjson.py)                                 |
-| 17   | UPDATE_AND_CREATE_TOPIC      | none: the topic is created or changed, then registered      |
-| 26   | GET_BROKER_CONFIG            | `key=value\\n` properties text; extFields.version = DataVersion JSON |
-| 28   | GET_BROKER_RUNTIME_INFO      | KVTable {"table": {...}}: versions, put/get totals and TPS, ... |
-| 202  | GET_TOPIC_STATS_INFO         | TopicStatsTable: per queue minOffset, maxOffset, lastUpdateTimestamp |
-| 203  | GET_CONSUMER_CONNECTION_LIST | ConsumerConnection: connections, subscriptions, consume type/model/from |
-| 204  | GET_PRODUCER_CONNECTION_LIST | ProducerConnection: connections                            |
-| 208  | GET_CONSUME_STATS            | ConsumeStats: per queue brokerOffset, consumerOffset, lastTimestamp; consumeTps |
-| 300  | QUERY_TOPIC_CONSUME_BY_WHO   | GroupList                                                  |
-| 317  | GET_BROKER_CONSUME_STATS     | ConsumeStatsList: every group's ConsumeStats, totalDiff     |
-| 21   | GET_ALL_TOPIC_CONFIG         | TopicConfigManager: topicConfigTable, dataVersion           |
-| 25   | UPDATE_BROKER_CONFIG         | none: `key=value` properties in, applied where they mean something |
-| 200, 201, 207 | subscription groups | SubscriptionGroupManager (lab/broker/subscription_group.py) |
-| 215  | DELETE_TOPIC_IN_BROKER       | none: the topic leaves the table                            |
-| 307  | GET_CONSUMER_RUNNING_INFO    | the consumer's own reply, forwarded (ConsumerRunningInfo)   |
-| 315  | VIEW_BROKER_STATS_DATA       | BrokerStatsData: statsMinute / statsHour / statsDay {sum, tps, avgpt} |
-| 328  | GET_ALL_PRODUCER_INFO        | ProducerTableInfo: {"data": {group: [ProducerInfo]}}        |
-| 305  | GET_SYSTEM_TOPIC_LIST_FROM_BROKER | TopicList: the system topics, the names the broker added   |
+and the request headers are lab/broker/admin_processor.py's; each code's reply is described in
+docs/broker-admin.md.
 
 Maps are written in the order Java's HashMap iterates them (java_maps.hash_order), MessageQueue keys
 as JSON objects, as a 4.9.8 broker writes them.
@@ -263,15 +245,11 @@ def runtime_info(*, stats: BrokerStats, store: MessageStore, now: float, now_ms:
 
 # --- MessageQueue-keyed tables ------------------------------------------------------------------------
 
-def message_queue(topic: str, broker_name: str, queue_id: int) -> Bean:
-    return Bean(brokerName=broker_name, queueId=queue_id, topic=topic)
-
-
-def _by_message_queue(entries: list[tuple[tuple[str, int], Bean]], broker_name: str) -> JMap:
+def by_message_queue(entries: list[tuple[tuple[str, int], Bean]], broker_name: str) -> JMap:
     """A HashMap<MessageQueue, V> of ((topic, queueId), value) puts, in its iteration order."""
     values = dict(entries)
     order = hash_order(values, lambda k: message_queue_hash(k[0], broker_name, k[1]))
-    return JMap((message_queue(t, broker_name, q), values[(t, q)]) for t, q in order)
+    return JMap((Bean(brokerName=broker_name, queueId=q, topic=t), values[(t, q)]) for t, q in order)
 
 
 def topic_stats_table(config: TopicConfig, broker_name: str, store: MessageStore) -> Bean:
@@ -284,7 +262,7 @@ def topic_stats_table(config: TopicConfig, broker_name: str, store: MessageStore
         last = store.store_time(config.topic_name, queue_id, max_offset - 1) if max_offset > 0 else 0
         entries.append(((config.topic_name, queue_id),
                         Bean(lastUpdateTimestamp=last, maxOffset=max_offset, minOffset=min_offset)))
-    return Bean(offsetTable=_by_message_queue(entries, broker_name))
+    return Bean(offsetTable=by_message_queue(entries, broker_name))
 
 
 # --- consume stats (208, 317) -------------------------------------------------------------------------
@@ -326,7 +304,7 @@ def consume_stats(group: str, topics: Iterable[str], *, select: Callable[[str], 
         entries += [((topic, q), _queue_offsets(store, group, topic, q)) for q in range(nums)]
         tps += stats.group_get_tps(now, group, topic)
     total_diff = sum(v["brokerOffset"] - v["consumerOffset"] for _, v in entries)
-    return Bean(consumeTps=float(tps), offsetTable=_by_message_queue(entries, broker_name)), total_diff
+    return Bean(consumeTps=float(tps), offsetTable=by_message_queue(entries, broker_name)), total_diff
 
 
 def consume_stats_list(groups: Iterable[str], *, broker_addr: str, order_only: bool, **kwargs) -> Bean:
@@ -348,33 +326,25 @@ def consume_stats_list(groups: Iterable[str], *, broker_addr: str, order_only: b
 
 # --- connections (203, 204) and GroupList (300) -------------------------------------------------------
 
-def connection(info: ClientChannelInfo, client_addr: str) -> Bean:
-    return Bean(clientAddr=client_addr, clientId=info.client_id, language=info.language, version=info.version)
+def connection_set(channels: Mapping[object, ClientChannelInfo]) -> list[Bean]:
+    """Each channel's Connection, as its heartbeat told it; the channels are ClientChannels."""
+    return [Bean(clientAddr=ch.remote_addr, clientId=info.client_id, language=info.language, version=info.version)
+            for ch, info in channels.items()]
 
 
-def consumer_connection(info: ConsumerGroupInfo, addr_of: Callable[[object], str]) -> Bean:
+def consumer_connection(info: ConsumerGroupInfo) -> Bean:
     """ConsumerConnection: the group's connections (a HashSet keyed by enum identity hashes in Java,
     so in no reproducible order; here in arrival order), its subscriptionTable by topic, and how it
     consumes."""
-    subscriptions = hash_map((topic, _subscription(sub)) for topic, sub in info.subscription_table.items())
-    return Bean(connectionSet=[connection(ci, addr_of(ch)) for ch, ci in info.channel_info_table.items()],
-                consumeFromWhere=info.consume_from_where, consumeType=info.consume_type,
-                messageModel=info.message_model, subscriptionTable=subscriptions)
+    subscriptions = hash_map((topic, subscription_data(sub)) for topic, sub in info.subscription_table.items())
+    return Bean(connectionSet=connection_set(info.channel_info_table), consumeFromWhere=info.consume_from_where,
+                consumeType=info.consume_type, messageModel=info.message_model, subscriptionTable=subscriptions)
 
 
-def _subscription(sub: Mapping[str, object]) -> Bean:
+def subscription_data(sub: Mapping[str, object]) -> Bean:
     """SubscriptionData: tagsSet and codeSet are HashSets."""
     return Bean({**sub, "tagsSet": hash_order(sub["tagsSet"]),
                  "codeSet": hash_order(sub["codeSet"], lambda code: code)})
-
-
-def producer_connection(channels: Mapping[object, ClientChannelInfo], addr_of: Callable[[object], str]) -> Bean:
-    return Bean(connectionSet=[connection(ci, addr_of(ch)) for ch, ci in channels.items()])
-
-
-def group_list(groups: Iterable[str]) -> Bean:
-    """GroupList: a HashSet<String>."""
-    return Bean(groupList=hash_order(groups))
 
 
 # --- GET_ALL_TOPIC_CONFIG (21) --------------------------------------------------------------------------
@@ -449,17 +419,14 @@ BROKER_GET_NUMS = "BROKER_GET_NUMS"
 STATS_WINDOWS = (("statsMinute", 60), ("statsHour", 3600), ("statsDay", 86400))  # seconds
 
 
-def broker_stats_item(total: int, window: int, uptime: float) -> Bean:
-    """BrokerStatsItem of a StatsItem's snapshot list: `total` counted over the last `window`
-    seconds, its rate per second (over the uptime while the broker is younger, at least 1 s, as the
-    lab's other rates) and avgpt, the count per call (each lab put or pull call is one)."""
-    return Bean(avgpt=1.0 if total else 0.0, sum=total, tps=float(total / max(1.0, min(float(window), uptime))))
-
-
 def broker_stats_data(counts: Mapping[str, int], uptime: float) -> Bean:
     """BrokerStatsData: `counts` maps each of statsMinute / statsHour / statsDay to what was counted
-    in its window."""
-    return Bean({name: broker_stats_item(counts[name], window, uptime) for name, window in STATS_WINDOWS})
+    in its window. Each BrokerStatsItem has that count, its rate per second (over the uptime while
+    the broker is younger, at least 1 s, as the lab's other rates) and avgpt, the count per call
+    (each lab put or pull call is one)."""
+    return Bean({name: Bean(avgpt=1.0 if counts[name] else 0.0, sum=counts[name],
+                            tps=float(counts[name] / max(1.0, min(float(window), uptime))))
+                 for name, window in STATS_WINDOWS})
 
 
 def topic_put_counts(store: MessageStore, config: TopicConfig, now_ms: int, boot_ms: int) -> dict[str, int] | None:
@@ -480,12 +447,12 @@ def topic_put_counts(store: MessageStore, config: TopicConfig, now_ms: int, boot
 # --- GET_ALL_PRODUCER_INFO (328) ------------------------------------------------------------------------
 
 def producer_table_info(groups: Mapping[str, Mapping[object, ClientChannelInfo]],
-                        addr_of: Callable[[object], str], epoch_ms_of: Callable[[float], int]) -> Bean:
+                        epoch_ms_of: Callable[[float], int]) -> Bean:
     """ProducerTableInfo {"data": {group: [ProducerInfo]}}: a HashMap by group; each ProducerInfo's
     remoteIP is Netty's remoteAddress().toString(), "/ip:port"."""
     data = hash_map((group, [Bean(clientId=info.client_id, language=info.language,
                                   lastUpdateTimestamp=epoch_ms_of(info.last_update_timestamp),
-                                  remoteIP="/" + addr_of(channel), version=info.version)
+                                  remoteIP="/" + channel.remote_addr, version=info.version)
                              for channel, info in channels.items()])
                     for group, channels in groups.items() if channels)
     return Bean(data=data)

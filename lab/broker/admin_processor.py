@@ -23,6 +23,7 @@ from . import admin, broker_config_keys, query_message, topic_config
 from lab.remoting.message import decode_messages
 from nameserver.java_order import string_hash
 from nameserver.protocol.fastjson import Bean
+from .java_maps import hash_order
 from .topic_config import PERM_RW
 from .subscription_group import SubscriptionGroupConfig, SubscriptionGroupManager
 
@@ -147,8 +148,7 @@ class AdminProcessor:
             admin.GET_BROKER_CONSUME_STATS: self.get_broker_consume_stats,
             admin.VIEW_BROKER_STATS_DATA: self.view_broker_stats_data,
             admin.GET_ALL_PRODUCER_INFO: lambda req: admin.producer_table_info(
-                broker.producer_manager.group_channel_table, lambda ch: ch.remote_addr,
-                lambda t: epoch_ms(broker.node.epoch_base_ms, t)),
+                broker.producer_manager.group_channel_table, lambda t: epoch_ms(broker.node.epoch_base_ms, t)),
         }
         # DefaultMessageStore.cleanExpiredConsumerQueue / cleanUnusedTopic / executeDeleteFilesManually,
         # then SUCCESS: the lab's store keeps every message of the run (nothing is ever expired or
@@ -247,14 +247,14 @@ class AdminProcessor:
         info = self.broker.consumer_manager.consumer_table.get(group)
         if info is None:
             raise Refused(admin.CONSUMER_NOT_ONLINE, f"the consumer group[{group}] not online")
-        return admin.consumer_connection(info, lambda ch: ch.remote_addr)
+        return admin.consumer_connection(info)
 
     def get_producer_connection_list(self, req: RemotingCommand) -> Bean:
         group = req.require("producerGroup")
         channels = self.broker.producer_manager.get_group_channels(group)
         if channels is None:
             raise Refused(ResponseCode.SYSTEM_ERROR, f"the producer group[{group}] not exist")
-        return admin.producer_connection(channels, lambda ch: ch.remote_addr)
+        return Bean(connectionSet=admin.connection_set(channels))
 
     def _consume_stats_args(self) -> dict:
         broker = self.broker
@@ -269,8 +269,8 @@ class AdminProcessor:
     def query_topic_consume_by_who(self, req: RemotingCommand) -> Bean:
         topic = req.require("topic")
         broker = self.broker
-        return admin.group_list(broker.consumer_manager.query_topic_consume_by_who(topic)
-                                + admin.groups_by_topic(broker.store, topic))
+        groups = broker.consumer_manager.query_topic_consume_by_who(topic) + admin.groups_by_topic(broker.store, topic)
+        return Bean(groupList=hash_order(groups))  # GroupList: a HashSet<String>
 
     def get_broker_consume_stats(self, req: RemotingCommand) -> Bean:
         return admin.consume_stats_list(self.subscription_group_manager.group_names(), broker_addr=self.broker.address,
@@ -524,7 +524,7 @@ class AdminProcessor:
                 offset = store.offset_in_queue_by_time(topic, queue_id, timestamp)
             offset = max(offset, 0)
             entries.append(((topic, queue_id), offset if force or offset < consumer_offset else consumer_offset))
-        table = admin._by_message_queue(entries, broker.broker_name)
+        table = admin.by_message_queue(entries, broker.broker_name)
         info = broker.consumer_manager.consumer_table.get(group)
         if info is None or not info.channel_info_table:
             return req.response(admin.CONSUMER_NOT_ONLINE, "Consumer not online, so can not reset offset, "
@@ -561,7 +561,7 @@ class AdminProcessor:
             if sub is None:
                 fields["filterData"] = f"{group}@{topic} is not online!"
             else:
-                fields["subscriptionData"] = admin._subscription(sub)
+                fields["subscriptionData"] = admin.subscription_data(sub)
                 fields["filterData"] = "null"
         if not 0 <= index < len(queue):
             return req.response(ResponseCode.SUCCESS, f"Index {index} of {queue_id}@{topic} is not exist!")
