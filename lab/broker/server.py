@@ -251,10 +251,8 @@ class Broker:
 
     async def _register_periodically(self) -> None:
         period = max(10.0, min(self.config.registerNameServerPeriod, 60.0))
-        await self.node.schedule.every(FIRST_REGISTER_DELAY, period, self._register_period)
-
-    async def _register_period(self) -> None:
-        await self.register_broker_all("period")
+        await self.node.schedule.every(FIRST_REGISTER_DELAY, period,
+                                       functools.partial(self.register_broker_all, "period"))
 
     async def _register_on_topic_change(self) -> None:
         while True:
@@ -625,10 +623,10 @@ class Broker:
                                        self._close_not_active_channels)
 
     async def _close_not_active_channels(self) -> None:
-        for _group, channel in self.producer_manager.scan_not_active_channel(trio.current_time()):
-            channel.close()
-        for _group, channel in self.consumer_manager.scan_not_active_channel(trio.current_time()):
-            channel.close()
+        now = trio.current_time()
+        for manager in (self.producer_manager, self.consumer_manager):
+            for _group, channel in manager.scan_not_active_channel(now):
+                channel.close()
 
     # --- admin (the rest is lab/broker/admin_processor.py's) ------------------------------------------
 

@@ -207,10 +207,8 @@ class MessageStore:
 
     def lookup(self, physical_offset: int) -> MessageExt | None:
         """The message stored at a commit-log offset (CONSUMER_SEND_MSG_BACK names one)."""
-        i = bisect.bisect_left(self._physical_offsets, physical_offset)
-        if i < len(self._commit_log) and self._physical_offsets[i] == physical_offset:
-            return decode_messages(self._commit_log[i].data)[0]
-        return None
+        data = self.record_at(physical_offset)
+        return decode_messages(data)[0] if data is not None else None
 
     def record_at(self, physical_offset: int) -> bytes | None:
         """selectOneMessageByOffset (VIEW_MESSAGE_BY_ID): the record stored at a commit-log offset,

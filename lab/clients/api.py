@@ -117,11 +117,8 @@ def _offset(response: RemotingCommand) -> int:
     return response.require_int("offset")
 
 
-def _offset_query(group: str, mq: MessageQueue) -> dict:
-    return {"consumerGroup": group, "topic": mq.topic, "queueId": mq.queue_id, "bname": mq.broker_name}
-
-
-def _max_offset_query(mq: MessageQueue) -> dict:
+def _queue_fields(mq: MessageQueue) -> dict:
+    """The header fields that name a queue (bname: its broker, for a proxy to route by)."""
     return {"topic": mq.topic, "queueId": mq.queue_id, "bname": mq.broker_name}
 
 
@@ -172,23 +169,18 @@ class MQClientAPI:
                 return addr
             raise RemotingConnectError(f"cannot reach any NameServer of {self.namesrv.addr_list}")
 
-    async def connect_within(self, addr: str | None, timeout: float) -> tuple[str, float]:
-        """Open the channel to `addr` (None: the chosen NameServer) as a call with `timeout` does:
-        the address, and what the connect left of the timeout."""
-        begin = trio.current_time()
-        if addr is None:
-            addr = await self._namesrv_channel()
-        else:
-            await self.connect(addr)
-        left = timeout - (trio.current_time() - begin)
-        if left <= 0:
-            raise RemotingTimeoutError(f"invokeSync call timeout: connecting to {addr} took the whole {timeout:g} s")
-        return addr, left
-
     async def invoke(self, addr: str | None, command: RemotingCommand, timeout: float) -> RemotingCommand:
-        """addr None: the chosen NameServer."""
+        """addr None: the chosen NameServer. A connect first counts against `timeout`."""
         if addr is None or not self.channels.is_connected(addr):
-            addr, timeout = await self.connect_within(addr, timeout)
+            begin = trio.current_time()
+            if addr is None:
+                addr = await self._namesrv_channel()
+            else:
+                await self.connect(addr)
+            left = timeout - (trio.current_time() - begin)
+            if left <= 0:
+                raise RemotingTimeoutError(f"invokeSync call timeout: connecting to {addr} took the whole {timeout:g} s")
+            timeout = left
         return await self.channels.invoke(addr, command, timeout)
 
     async def _call(self, addr: str | None, code: int, fields: dict | None, timeout: float, read=None, *,
@@ -282,10 +274,11 @@ class MQClientAPI:
 
     def query_consumer_offset(self, addr: str, group: str, mq: MessageQueue, timeout: float) -> Step:
         """The offset; MQBrokerError (22 QUERY_NOT_FOUND, say) when the broker has none for it."""
-        return self._step(addr, RequestCode.QUERY_CONSUMER_OFFSET, _offset_query(group, mq), timeout, _offset)
+        return self._step(addr, RequestCode.QUERY_CONSUMER_OFFSET, {"consumerGroup": group, **_queue_fields(mq)},
+                          timeout, _offset)
 
     def get_max_offset(self, addr: str, mq: MessageQueue, timeout: float) -> Step:
-        return self._step(addr, RequestCode.GET_MAX_OFFSET, _max_offset_query(mq), timeout, _offset)
+        return self._step(addr, RequestCode.GET_MAX_OFFSET, _queue_fields(mq), timeout, _offset)
 
     async def update_consumer_offset_oneway(self, addr: str, group: str, mq: MessageQueue, offset: int) -> None:
         await self.invoke_oneway(addr, RequestCode.UPDATE_CONSUMER_OFFSET, {
