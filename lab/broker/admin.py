@@ -336,12 +336,12 @@ def consumer_connection(info: ConsumerGroupInfo) -> Bean:
     """ConsumerConnection: the group's connections (a HashSet keyed by enum identity hashes in Java,
     so in no reproducible order; here in arrival order), its subscriptionTable by topic, and how it
     consumes."""
-    subscriptions = hash_map((topic, subscription_data(sub)) for topic, sub in info.subscription_table.items())
+    subscriptions = hash_map((topic, subscription_bean(sub)) for topic, sub in info.subscription_table.items())
     return Bean(connectionSet=connection_set(info.channel_info_table), consumeFromWhere=info.consume_from_where,
                 consumeType=info.consume_type, messageModel=info.message_model, subscriptionTable=subscriptions)
 
 
-def subscription_data(sub: Mapping[str, object]) -> Bean:
+def subscription_bean(sub: Mapping[str, object]) -> Bean:
     """SubscriptionData: tagsSet and codeSet are HashSets."""
     return Bean({**sub, "tagsSet": hash_order(sub["tagsSet"]),
                  "codeSet": hash_order(sub["codeSet"], lambda code: code)})

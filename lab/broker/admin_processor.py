@@ -561,7 +561,7 @@ class AdminProcessor:
             if sub is None:
                 fields["filterData"] = f"{group}@{topic} is not online!"
             else:
-                fields["subscriptionData"] = admin.subscription_data(sub)
+                fields["subscriptionData"] = admin.subscription_bean(sub)
                 fields["filterData"] = "null"
         if not 0 <= index < len(queue):
             return req.response(ResponseCode.SUCCESS, f"Index {index} of {queue_id}@{topic} is not exist!")

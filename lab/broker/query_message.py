@@ -14,7 +14,7 @@ from .store import MessageStore
 
 QUERY_MESSAGE = 12
 VIEW_MESSAGE_BY_ID = 33
-QUERY_NOT_FOUND = 22  # ResponseCode
+QUERY_NOT_FOUND = ResponseCode.QUERY_NOT_FOUND
 UNIQUE_MSG_QUERY_FLAG = "_UNIQUE_KEY_QUERY"  # MixAll: the client's isUniqKey, as an extField
 DEFAULT_QUERY_MAX_NUM = 32  # MessageStoreConfig.defaultQueryMaxNum: a unique-key query's maxNum
 MAX_MSGS_NUM_BATCH = 64  # MessageStoreConfig.maxMsgsNumBatch: IndexService caps maxNum with it
