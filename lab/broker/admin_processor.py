@@ -279,15 +279,23 @@ class AdminProcessor:
     # --- config (25, 26) ----------------------------------------------------------------------------
 
     def broker_config(self) -> dict[str, object]:
-        """Every 4.9.8 key: the broker's own values (Broker.broker_properties), then what
-        UPDATE_BROKER_CONFIG set, over 4.9.8's defaults."""
-        values = self.broker.broker_properties()
-        store_path = self.broker.store.path
+        """Every 4.9.8 key: the broker's own values — the lab's [broker] settings under BrokerConfig's
+        names (durations in ms, as Java holds them; NettyServerConfig's *Seconds in s) and the
+        broker's identity — then what UPDATE_BROKER_CONFIG set, over 4.9.8's defaults."""
+        broker, config = self.broker, self.broker.config
+        values = {f.name: int(round(getattr(config, f.name) * (1 if f.name.endswith("Seconds") else 1000)))
+                  if f.metadata.get("duration") else getattr(config, f.name) for f in dataclasses.fields(config)}
+        host, _, port = (broker.address or ":").rpartition(":")
+        values.update(brokerClusterName=broker.cluster_name, brokerName=broker.broker_name, brokerId=broker.broker_id,
+                      brokerIP1=host, listenPort=port, haListenPort=port,  # HA runs on the remoting port
+                      namesrvAddr=";".join(broker.namesrv_addrs), brokerPermission=broker.broker_permission,
+                      brokerRole="SLAVE" if broker.is_slave else "ASYNC_MASTER", forceRegister=True)
+        store_path = broker.store.path
         if store_path is not None:
             values.setdefault("storePathRootDir", str(store_path.parent))
             values.setdefault("storePathCommitLog", str(store_path))
         values.setdefault("brokerIP2", values.get("brokerIP1"))
-        if self.broker.is_slave:  # BrokerStartup lowers it by 10 on a slave
+        if broker.is_slave:  # BrokerStartup lowers it by 10 on a slave
             values.setdefault("accessMessageInMemoryMaxRatio", 30)
         values["autoCreateSubscriptionGroup"] = self.subscription_group_manager.auto_create
         values.update(self.config_updates)

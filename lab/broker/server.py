@@ -20,7 +20,6 @@ broker.permission {perm}.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import itertools
 import logging
@@ -629,19 +628,6 @@ class Broker:
                 channel.close()
 
     # --- admin (the rest is lab/broker/admin_processor.py's) ------------------------------------------
-
-    def broker_properties(self) -> dict[str, object]:
-        """The broker config as GET_BROKER_CONFIG lists it: the lab's [broker] settings under
-        BrokerConfig's names (durations in ms, as Java holds them; NettyServerConfig's *Seconds in s)
-        and the broker's identity."""
-        props = {f.name: int(round(getattr(self.config, f.name) * (1 if f.name.endswith("Seconds") else 1000)))
-                 if f.metadata.get("duration") else getattr(self.config, f.name) for f in dataclasses.fields(self.config)}
-        host, _, port = (self.address or ":").rpartition(":")
-        props.update(brokerClusterName=self.cluster_name, brokerName=self.broker_name, brokerId=self.broker_id,
-                     brokerIP1=host, listenPort=port, haListenPort=port,  # HA runs on the remoting port
-                     namesrvAddr=";".join(self.namesrv_addrs), brokerPermission=self.broker_permission,
-                     brokerRole="SLAVE" if self.is_slave else "ASYNC_MASTER", forceRegister=True)
-        return props
 
     def _get_broker_runtime_info(self, req: RemotingCommand, channel: ClientChannel) -> RemotingCommand:
         """GET_BROKER_RUNTIME_INFO (the other admin codes are lab/broker/admin_processor.py's)."""
