@@ -372,6 +372,8 @@ def system_topic_list(reserved: Iterable[str]) -> Bean:
 
 # AdminBrokerProcessor.initConfigBlackList, with BrokerConfig.configBlackList's default.
 CONFIG_BLACK_LIST = frozenset(("brokerConfigPath", "rocketmqHome", "configBlackList"))
+PROPERTIES_ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|.)")  # Properties.load: \uXXXX, or \ and one character
+PROPERTIES_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}  # any other escaped character is itself
 
 
 def parse_properties(text: str) -> dict[str, str]:
@@ -379,24 +381,9 @@ def parse_properties(text: str) -> dict[str, str]:
     or `key:value`, `#` and `!` comments, blank lines; backslash escapes as Properties.load reads
     them (\\t, \\n, \\uXXXX, an escaped separator). Line continuations are not supported (a
     ValueError names the line), nor does mqadmin write them."""
-    escapes = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
-
     def unescape(part: str) -> str:
-        out, i = [], 0
-        while i < len(part):
-            c = part[i]
-            if c == "\\" and i + 1 < len(part):
-                n = part[i + 1]
-                if n == "u" and re.fullmatch(r"[0-9a-fA-F]{4}", part[i + 2:i + 6]):
-                    out.append(chr(int(part[i + 2:i + 6], 16)))
-                    i += 6
-                    continue
-                out.append(escapes.get(n, n))
-                i += 2
-                continue
-            out.append(c)
-            i += 1
-        return "".join(out)
+        return PROPERTIES_ESCAPE.sub(lambda m: chr(int(m[1][1:], 16)) if len(m[1]) == 5
+                                     else PROPERTIES_ESCAPES.get(m[1], m[1]), part)
 
     props: dict[str, str] = {}
     for number, line in enumerate(text.splitlines(), 1):

@@ -101,7 +101,7 @@ class AdminProcessor:
         self.broker = broker
         self.subscription_group_manager = SubscriptionGroupManager(broker.node.now_ms())
         self.config_updates: dict[str, object] = {}  # keys set by UPDATE_BROKER_CONFIG the lab keeps as given
-        self._waiting: dict[tuple[object, int], Callable[[RemotingCommand], None]] = {}  # forwarded calls
+        self._waiting: dict[tuple[object, int], trio.MemorySendChannel] = {}  # forwarded calls' replies
         files = broker.store.config_files
         self.subscription_group_manager.load(files.get(SUBSCRIPTION_GROUP_FILE))
         saved = files.get(BROKER_PROPERTIES_FILE)
@@ -443,22 +443,15 @@ class AdminProcessor:
                                           req.body if body is None else body, serialize_type=target.serialize_type,
                                           opaque=next(self.broker._opaques))
         key = (target, forward.opaque)
-        answered = trio.Event()
-        replies: list[RemotingCommand] = []
-
-        def on_reply(reply: RemotingCommand) -> None:
-            replies.append(reply)
-            answered.set()
-
-        self._waiting[key] = on_reply
+        self._waiting[key], replies = trio.open_memory_channel(1)
+        reply = None
         try:
             target.send_soon(forward)
             with trio.move_on_after(CALL_CLIENT_TIMEOUT):
-                await answered.wait()
+                reply = await replies.receive()
         finally:
             self._waiting.pop(key, None)
-        if replies:
-            reply = replies[0]
+        if reply is not None:
             answer = req.response(reply.code, reply.remark, ext_fields=reply.ext_fields, body=reply.body)
         else:
             answer = req.response(admin.CONSUME_MSG_TIMEOUT, f"consumer <{group}> <{client_id}> Timeout: "
@@ -468,9 +461,9 @@ class AdminProcessor:
     def on_response(self, channel: ClientChannel, reply: RemotingCommand) -> None:
         """A response on a client's connection: to a forwarded call if one waits for it (late or
         unknown ones are dropped, as Netty's response table drops them)."""
-        on_reply = self._waiting.pop((channel, reply.opaque), None)
-        if on_reply is not None:
-            on_reply(reply)
+        waiting = self._waiting.pop((channel, reply.opaque), None)
+        if waiting is not None:
+            waiting.send_nowait(reply)
 
     # --- VIEW_BROKER_STATS_DATA (315) ---------------------------------------------------------------
 
