@@ -195,8 +195,9 @@ class RemotingClient:
         finally:
             self._expiry, self._expiry_deadline = None, -math.inf
             self.closed_reason = reason or "closed"
+            why = f"connection closed: {self.closed_reason}"
             for future in list(self._pending.values()):
-                future.put(RemotingError(f"connection closed: {self.closed_reason}"))
+                future.put(RemotingError(why))
             self._pending.clear()
             self._deadlines.clear()
             await self.connection.aclose()

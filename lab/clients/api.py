@@ -77,12 +77,16 @@ class _AsyncReply:
         self.code, self.addr, self.read, self.ok, self.on_result = code, addr, read, ok, on_result
 
     def __call__(self, response: RemotingCommand | RemotingError) -> None:
-        try:
-            if isinstance(response, RemotingError):
-                raise response
-            result = _read_reply(response, self.code, self.addr, self.read, self.ok)
-        except (RemotingError, MQClientError, MQBrokerError) as e:
-            result = e
+        # An error goes on as a value, with no traceback: one would keep this frame and its callers'
+        # alive in a cycle till the next collection, and a closed connection ends every pending
+        # pull at once.
+        if isinstance(response, RemotingError):
+            result = response
+        else:
+            try:
+                result = _read_reply(response, self.code, self.addr, self.read, self.ok)
+            except (RemotingError, MQClientError, MQBrokerError) as e:
+                result = e.with_traceback(None)
         self.on_result(result)
 
 

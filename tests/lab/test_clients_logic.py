@@ -317,3 +317,30 @@ def test_a_fetch_is_unremarkable_only_when_it_repeats_a_good_one_from_the_same_n
     assert not unremarkable_fetch(a, ("ns-b:9876", channel), changed=False), "another NameServer is news"
     assert not unremarkable_fetch(a, ("ns-a:9876", reconnected), changed=False), "a new connection is news"
     assert not unremarkable_fetch(None, a, changed=False), "the first good fetch after a failure is news"
+
+
+@pytest.mark.parametrize("reply", ["a closed connection", "a refusal"])
+def test_a_failed_asynchronous_call_leaves_nothing_for_the_collector(reply):
+    """A closed connection fails every pending call at once (a large cluster's consumer has tens of
+    thousands of pulls pending): each error must be freed with its callback, not kept in a cycle of
+    traceback and frames until the next collection (the lab runs with the collector held back)."""
+    import gc
+
+    from lab.clients.api import _AsyncReply
+    from nameserver.client import RemotingError
+    from nameserver.protocol import RemotingCommand, RequestCode, ResponseCode
+
+    got = []
+    call = _AsyncReply(RequestCode.PULL_MESSAGE, "127.0.0.1:10911", None, (ResponseCode.SUCCESS,), got.append)
+    response = (RemotingError("connection closed: reset") if reply == "a closed connection"
+                else RemotingCommand(ResponseCode.SYSTEM_ERROR, flag=1, remark="busy"))
+    gc.collect()
+    gc.disable()
+    try:
+        call(response)
+        assert isinstance(got[0], RemotingError if reply == "a closed connection" else MQBrokerError)
+        got.clear()
+        del response
+        assert gc.collect() == 0, "the failed call left a reference cycle behind"
+    finally:
+        gc.enable()
