@@ -21,7 +21,7 @@ RETRANSMIT_TIMEOUT = 0.2  # seconds: Linux's minimum TCP RTO
 
 # A chunk's size in bytes, or a function giving it: only a bandwidth toxic needs it, so a network
 # carrying objects measures one only then.
-Size = int | Callable[[], int]
+NBytes = int | Callable[[], int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,7 +173,7 @@ class Links:
             delay += RETRANSMIT_TIMEOUT
         return delay if delay > 0.0 else 0.0
 
-    def plan(self, src: str, dst: str, nbytes: Size, rng: random.Random) -> Plan:
+    def plan(self, src: str, dst: str, nbytes: NBytes, rng: random.Random) -> Plan:
         delay = self.healthy_delay(rng)
         if delay is not None:
             return Plan("deliver", delay, 0.0)

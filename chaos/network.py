@@ -29,9 +29,13 @@ import trio
 
 
 from .clock import Timers, timer_source
-from .links import Links, Size, Toxic
+from .links import Links, Toxic
 from .request_faults import PASS, RequestFault, Verdict, judge_reply
 from .wire_codec import Frame, WireCodec
+
+# A payload's size in bytes, or a function of the payload giving it: only a bandwidth toxic needs
+# it, so a network carrying objects measures one only then (and keeps no closure per payload).
+Size = int | Callable[[object], int]
 
 log = logging.getLogger("chaos.network")
 
@@ -247,7 +251,7 @@ class _SimEnd(trio.abc.Stream):
         self.net, self.local, self.remote = net, local, remote
         self.remote_addr = ""
         self.peer: _SimEnd | None = None
-        # (sent at, payload, its size in bytes or a function giving it); payload None: EOF
+        # (sent at, payload, its Size); payload None: EOF
         self._in_flight: deque[tuple[float, object, Size]] = deque()
         self._inbox: deque = deque()  # arrived, not yet received
         self._receiver: Callable[[object], None] | None = None
@@ -407,8 +411,8 @@ class _SimEnd(trio.abc.Stream):
         return self.net.aggregate and not self.net.links.requests.ever
 
     def send_object(self, payload: object, size: Size) -> None:
-        """Queue `payload` to the peer; `size` (bytes, or a function giving them, asked only when
-        a bandwidth toxic needs it) stands for what it would take on the wire."""
+        """Queue `payload` to the peer; `size` (bytes, or a function of the payload giving them,
+        asked only when a bandwidth toxic needs it) stands for what it would take on the wire."""
         if self.batch is not None:
             self.batch.interrupt()  # what it has in flight goes first
         if self._closed:
@@ -560,7 +564,8 @@ class _SimEnd(trio.abc.Stream):
                     self._wake()
                     self._signal_end()
                     return
-                plan = net.links.plan(self.remote, self.local, size, net.rng)
+                nbytes = size if type(size) is int else functools.partial(size, payload)
+                plan = net.links.plan(self.remote, self.local, nbytes, net.rng)
                 if plan.action == "hold":
                     net._held.append(self)
                     return

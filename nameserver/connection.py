@@ -160,7 +160,7 @@ class Connection:
             data = encode_reply(command)
             self.stream.send_object(data, len(data))
         else:
-            self.stream.send_object(command, lambda: len(encode_reply(command)))
+            self.stream.send_object(command, wire_size)
 
     async def send(self, command: RemotingCommand) -> None:
         if self.objects:
@@ -223,6 +223,11 @@ class Connection:
     async def aclose(self) -> None:
         self._end("closed")
         await trio.aclose_forcefully(self.stream)
+
+
+def wire_size(command: RemotingCommand) -> int:
+    """A command's size on the wire, for a simulated link that must know it (a bandwidth toxic)."""
+    return len(encode_reply(command))
 
 
 def encode_reply(command: RemotingCommand) -> bytes:

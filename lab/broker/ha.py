@@ -26,6 +26,7 @@ in RocketMQ. A slave whose offset is beyond the master's log gets code 1: the lo
 from __future__ import annotations
 
 import math
+import sys
 from typing import Callable, Hashable
 
 import msgpack
@@ -156,7 +157,8 @@ class HAClient:
         offsets = data.get("consumerOffsets")
         if offsets is not None:
             for group, topic, queue_id, offset in offsets["table"]:
-                self.store.commit_offset(group, topic, queue_id, offset)
+                # one copy of each name, as the master keeps its own: not two new strings per queue
+                self.store.commit_offset(sys.intern(group), sys.intern(topic), queue_id, offset)
             self._offsets_version = offsets["version"]
             self._next_offsets_sync = trio.current_time() + OFFSETS_SYNC_INTERVAL
         topics = data.get("topicConfig")

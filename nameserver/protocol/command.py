@@ -127,10 +127,16 @@ def stringify(value: object) -> str:
     return str(value)
 
 
+# Small numbers' strings, made once: a held request keeps its extFields for as long as it is held
+# (a large cluster holds a pull for each of tens of thousands of idle queues), and most of their
+# numbers (queue ids, flags, offsets of queues that saw nothing) are small.
+_SMALL_INTS = {i: str(i) for i in range(-1, 1024)}
+
+
 def stringify_fields(fields: dict[str, object]) -> dict[str, str]:
     """extFields as Java sends them: every non-null value as its toString()."""
     # Strings and ints, most values, skip the call: every request and reply passes here.
-    return {k: v if type(v) is str else str(v) if type(v) is int else stringify(v)
+    return {k: v if type(v) is str else (_SMALL_INTS.get(v) or str(v)) if type(v) is int else stringify(v)
             for k, v in fields.items() if v is not None}
 
 

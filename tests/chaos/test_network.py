@@ -215,8 +215,8 @@ async def test_a_bandwidth_toxic_asks_an_objects_size_only_when_it_needs_it():
     got = []
     server.set_receiver(lambda p: got.append(trio.current_time()), lambda error: None)
 
-    def size():
-        asked.append(1)
+    def size(payload):
+        asked.append(payload)
         return 1000
 
     start = trio.current_time()
@@ -226,4 +226,4 @@ async def test_a_bandwidth_toxic_asks_an_objects_size_only_when_it_needs_it():
     net.add_toxic("client", "server", Toxic("bandwidth", rate=1000))
     client.send_object("slow", size)
     await trio.sleep(2)
-    assert asked == [1] and got[1] - start == pytest.approx(1.1, abs=0.05)
+    assert asked == ["slow"] and got[1] - start == pytest.approx(1.1, abs=0.05)
