@@ -25,7 +25,6 @@ import trio
 
 from lab.remoting.channels import ChannelTable, Node
 from lab.remoting import flow
-from lab.remoting.flow import in_task
 from nameserver.client import RemotingError
 from nameserver.protocol import RemotingCommand, RequestCode, ResponseCode
 from nameserver.routes import MASTER_ID, TopicRouteData
@@ -141,17 +140,14 @@ class MQClientInstance:
         """Ask the chosen NameServer for the route; (the route now in use, the failure if any).
         `poll`: the periodic round this fetch belongs to, which counts the fetches that change
         nothing instead of recording each (see RoutePoll)."""
-        self._fetching(topic, poll)
+        self.topics_in_use[topic] = None
+        if poll is not None:
+            poll.topics += 1
         try:
             fetched = await self.api.get_topic_route_info_from_name_server(topic, self.config.mqClientApiTimeout)
         except ClientFailure as failure:
             return self._fetched(topic, poll, failure)
         return self._fetched(topic, poll, fetched)
-
-    def _fetching(self, topic: str, poll: RoutePoll | None) -> None:
-        self.topics_in_use[topic] = None
-        if poll is not None:
-            poll.topics += 1
 
     def _fetched(self, topic: str, poll: RoutePoll | None,
                  outcome: TopicRouteData | Exception) -> tuple[TopicRouteData | None, Exception | None]:
@@ -280,7 +276,7 @@ class MQClientInstance:
         addr = self.consumer_list_broker(topic, key)
         if addr is None:
             try:
-                await in_task(self.nursery, self.update_topic_route_info_from_name_server, topic)
+                await flow.in_task(self.nursery, self.update_topic_route_info_from_name_server, topic)
             except NoRouteInfoError:
                 return None
             addr = self.consumer_list_broker(topic, key)
