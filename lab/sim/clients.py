@@ -167,10 +167,16 @@ class CoastingRoutePoll:
     def interrupt(self) -> None:
         """Something could make the next fetches go otherwise: the fetch under way goes back on
         the wire (now, in TCP's order on the channel), and the round goes on from it, fetch by
-        fetch — on the client's timeline, at this instant (this may run on the NameServer's
-        or the network's stack)."""
+        fetch — on the client's timeline, at this instant. This may run on the NameServer's stack
+        or a chaos action's (the wire cannot wait): what it raises is the client's to report."""
         if self.done:
             return
+        try:
+            self._put_back()
+        except Exception as error:
+            self.instance.node.fail(error)
+
+    def _put_back(self) -> None:
         now = trio.current_time()
         answered = bisect_right(self.replies, now)
         self.count_arrivals(now)

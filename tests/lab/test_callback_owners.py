@@ -70,3 +70,37 @@ def test_a_callback_that_raises_crashes_its_node_with_the_cause_and_the_lab_runs
     # The rest of the lab ran on: messages were still acknowledged and consumed after the crash.
     later = [r["kind"] for r in records if r["t"] > crashed[0]["t"] + 5 and r["node"] != node]
     assert "producer.ack" in later and "consumer.consume" in later
+
+
+
+def test_a_coasting_route_poll_ended_on_another_stack_crashes_its_client_when_it_fails(monkeypatch, tmp_path):
+    """A route poll simulated in aggregate is ended where something changes — on the NameServer's
+    stack (a route changed), a chaos action's (a link changed), the network's — and puts its call
+    under way back on the client's books there and then. What that raises is the client's: the
+    client stops as crashed with the cause, and the run goes on. (The ending is planted here, on a
+    network timer halfway through the first round that coasts.)"""
+    import msgpack
+
+    from lab.control import scenarios
+    from lab.sim.clients import CoastingRoutePoll, SimMQClientAPI
+
+    start, planted = CoastingRoutePoll.start, []
+
+    def start_and_plant_an_end(self):
+        coasting = start(self)
+        if coasting and not planted and len(self.topics) > 2:
+            planted.append(self.instance.node.name)
+            self.stream.call_at(self.replies[1], self.interrupt)  # the network's stack, not the client's
+        return coasting
+
+    monkeypatch.setattr(CoastingRoutePoll, "start", start_and_plant_an_end)
+    monkeypatch.setattr(SimMQClientAPI, "put_back", raising_after(0, SimMQClientAPI.put_back))
+    scenarios.run(scenarios.prepare("broker-crash", seed=1, overrides=["network.jitter=0"]),
+                  RunOptions(sim=True, events_path=tmp_path / "events"))
+    with open(tmp_path / "events", "rb") as f:
+        records = list(msgpack.Unpacker(f, raw=False))
+
+    assert planted, "no route poll coasted: nothing to judge"
+    crashed = [r for r in records if r["kind"] == "node.stop" and r["state"] == "crashed"]
+    assert [(r["node"], r["error"]) for r in crashed] == [(planted[0], "Bug: planted bug in SimMQClientAPI.put_back")]
+    assert records[-1]["kind"] == "run.end"
