@@ -142,7 +142,8 @@ REALTIME_PLACES = {
     "real": "the real C++ client against a lab on sockets, with its timeouts",
     "tui": "the TUI's pilot waits on the real clock for a lab paced at the UI's speed; live labs",
     "workshop/test_workshop_up.py": "the workshop's TUI through its pilot",
-    "lab/test_request_fault_scenarios.py": "bundled scenarios over real sockets, sped up",
+    "lab/test_request_fault_scenarios.py::test_a_request_fault_scenario_holds_over_real_sockets":
+        "bundled scenarios over real sockets, sped up",
     "lab/test_verdicts.py::test_over_real_sockets": "a scenario over real sockets at 40x",
     "lab/test_app_runner.py": "apps as lab nodes over real TCP, in real time",
     "lab/test_app_interrupt.py": "how long an app's lab takes to stop",
@@ -169,15 +170,30 @@ REALTIME_PLACES = {
 
 # make test runs most realtime tests on workers: they mostly wait (a lab at the UI's speed, a pilot, a
 # client's timeout). These use CPU in real time and fail beside other tests (sped-up runs on sockets
-# beside the real C++ client's, or beside the TUI's tests): marked realtime_busy too, make test runs
-# them in one process with nothing beside them.
-REALTIME_BUSY = ("real", "pipeline/test_cluster.py", "lab/test_request_fault_scenarios.py",
+# beside the real C++ client's, or beside the TUI's tests), or judge how many milliseconds a real
+# client's send took: marked realtime_busy too, make test runs them in one process with nothing beside
+# them. Not among them: the app scenarios of tests/real (apps on the real C++ client against a lab at
+# real time, a few percent of a core for minutes) and the real client's tests that judge outcomes, not
+# durations (every message consumed once, a producer after a consumer left); they go to the workers.
+REALTIME_BUSY = ("real/test_real_client.py::test_killed_broker_sends_fail_over_at_once",
+                 "real/test_real_client.py::test_frozen_broker_sends_pay_the_timeout_then_go_elsewhere",
+                 "real/test_real_client.py::test_every_nameserver_down_sends_go_on_from_the_cache",
+                 "pipeline/test_cluster.py", "lab/test_request_fault_scenarios.py",
                  "lab/test_registration_flood.py", "lab/test_processes.py")
 
 
+def where(item: pytest.Item) -> str:
+    """The test as a place names it: its module's path under tests/, "::", its function's name."""
+    return Path(item.path).relative_to(TESTS).as_posix() + "::" + getattr(item, "originalname", item.name)
+
+
+def place_holds(place: str, test: str) -> bool:
+    """Whether `place` (a folder, a module, or "module::test name prefix") holds `test` (a where())."""
+    return test.startswith(place if "::" in place or place.endswith(".py") else place + "/")
+
+
 def in_place(item: pytest.Item, place: str) -> bool:
-    where = Path(item.path).relative_to(TESTS).as_posix() + "::" + getattr(item, "originalname", item.name)
-    return where.startswith(place if "::" in place or place.endswith(".py") else place + "/")
+    return place_holds(place, where(item))
 
 
 def realtime_reason(item: pytest.Item) -> str | None:

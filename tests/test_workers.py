@@ -6,11 +6,14 @@ starts once. Run in pytests of their own."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 SUITE = """
 import os
@@ -168,13 +171,18 @@ def pytest_collection_modifyitems(items):
                 if ours(fixture.func) and Path(inspect.getsourcefile(fixture.func)) != TESTS / "conftest.py":
                     text += sources(fixture.func, seen)
         virtual = "autojump_clock" in item.fixturenames or any(VIRTUAL.search(s) for s in own)
+        where = Path(item.path).relative_to(TESTS).as_posix() + "::" + getattr(item, "originalname", item.name)
         out[item.nodeid] = {"realtime": any(item.iter_markers("realtime")), "virtual": virtual,
+                            "busy": any(item.iter_markers("realtime_busy")), "where": where,
                             "signs": sorted({m for s in text for m in SIGNS.findall(s)})}
     Path(os.environ["SIGNS_OUT"]).write_text(json.dumps(out))
 """
 
 
-def collected(tmp_path: Path) -> dict:
+@pytest.fixture(scope="module")
+def tests(tmp_path_factory) -> dict:
+    """Every test of the suite, as collected: nodeid → its marks, its place, its signs of real time."""
+    tmp_path = tmp_path_factory.mktemp("signs")
     (tmp_path / "signs_plugin.py").write_text(SIGNS_PLUGIN)
     out = tmp_path / "signs.json"
     root = Path(__file__).parent.parent
@@ -186,8 +194,7 @@ def collected(tmp_path: Path) -> dict:
     return json.loads(out.read_text())
 
 
-def test_every_test_on_real_time_is_marked_realtime(tmp_path):
-    tests = collected(tmp_path)
+def test_every_test_on_real_time_is_marked_realtime(tests):
     plain = {nodeid.split("[", 1)[0] for nodeid in tests}
     assert set(EXCUSED) <= plain, f"excused tests that are gone: {sorted(set(EXCUSED) - plain)}"
     unmarked = sorted(f"{nodeid}: {', '.join(t['signs'])}" for nodeid, t in tests.items()
@@ -199,3 +206,25 @@ def test_every_test_on_real_time_is_marked_realtime(tmp_path):
         assert all(t["realtime"] for nodeid, t in tests.items() if nodeid.startswith(folder)), folder
     assert not any(t["realtime"] for t in tests.values() if t["virtual"] and t["signs"] == []), \
         "a test on the virtual clock alone waits for no real time"
+
+
+def suite_conftest():
+    """tests/conftest.py as a module of its own (pytest holds it under a name shared with others)."""
+    spec = importlib.util.spec_from_file_location("suite_conftest", Path(__file__).with_name("conftest.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_real_time_place_holds_a_test_and_the_busy_ones_run_apart(tests):
+    # A place whose tests were renamed or moved holds none: its tests would run beside others (or, busy
+    # ones, on the workers) with nothing saying so.
+    conftest = suite_conftest()
+    wheres = {t["where"] for t in tests.values()}
+    for places in (conftest.REALTIME_PLACES, conftest.REALTIME_BUSY):
+        empty = sorted(p for p in places if not any(conftest.place_holds(p, w) for w in wheres))
+        assert empty == [], f"places in tests/conftest.py that hold no test: {empty}"
+    busy = {nodeid for nodeid, t in tests.items() if t["busy"]}
+    assert busy and all(tests[nodeid]["realtime"] for nodeid in busy), "realtime_busy marks realtime tests only"
+    assert busy == {nodeid for nodeid, t in tests.items() if t["realtime"]
+                    and any(conftest.place_holds(p, t["where"]) for p in conftest.REALTIME_BUSY)}
