@@ -47,13 +47,17 @@ lab: bytecode
 # 2. The realtime tests (tests/conftest.py marks them: a verdict that depends on wall-clock time, such
 #    as a lab on sockets or paced in real time, the real C++ client, the TUI's pilot, a measured
 #    duration), with nothing else beside them: beside phase 1's CPU work they fail now and then.
-#    First those also marked realtime_busy, which use CPU in real time (tests/conftest.py's
-#    REALTIME_BUSY: the real C++ client's, sped-up runs on sockets, Spark's cluster), in pytest's
-#    own process, one after another; then the others, which mostly wait, on the workers.
+#    First those also marked realtime_busy, which use CPU in real time or time a real client's sends
+#    (tests/conftest.py's REALTIME_BUSY: the real C++ client's timed sends, sped-up runs on sockets,
+#    Spark's cluster), in pytest's own process, one after another; then the others, which mostly
+#    wait (the app scenarios on the real C++ client, the TUI's pilot, labs at real time), on
+#    REALTIME_WORKERS workers: one more than TEST_WORKERS, as their waits overlap and the workers
+#    together still leave a core's worth idle.
 # 3. make schedules (simulated tests only, nothing on real time) beside the seed gate on the seeds of
 #    SEED_SAMPLE, each one's output printed whole when it ends. `make seeds` is the gate on 1-20.
 # `make test TEST_WORKERS=0` runs phases 1 and 2 in pytest's own process, no workers.
 TEST_WORKERS ?= $(shell nproc)
+REALTIME_WORKERS ?= $(if $(filter 0,$(TEST_WORKERS)),0,$(shell expr $(TEST_WORKERS) + 1))
 SEED_SAMPLE ?= 1-5
 test: bytecode
 	@failed=; \
@@ -61,7 +65,8 @@ test: bytecode
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup -m "not realtime" || failed="$$failed 1"; \
 	echo "make test, phase 2: the realtime tests, nothing else beside them, at $$(date +%T)"; \
 	$(BIN)/python -m pytest -n 0 -m "realtime and realtime_busy" || failed="$$failed 2"; \
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup -m "realtime and not realtime_busy" || failed="$$failed 2"; \
+	echo "make test, phase 2: the realtime tests that mostly wait, on $(REALTIME_WORKERS) workers, at $$(date +%T)"; \
+	$(BIN)/python -m pytest -n $(REALTIME_WORKERS) --dist loadgroup -m "realtime and not realtime_busy" || failed="$$failed 2"; \
 	echo "make test, phase 3: make schedules beside the seed gate on seeds $(SEED_SAMPLE), at $$(date +%T)"; \
 	$(MAKE) --no-print-directory -j2 --output-sync=target schedules seeds SEEDS=$(SEED_SAMPLE) || failed="$$failed 3"; \
 	echo "make test: ended at $$(date +%T)"; \
