@@ -72,7 +72,6 @@ def test_a_callback_that_raises_crashes_its_node_with_the_cause_and_the_lab_runs
     assert "producer.ack" in later and "consumer.consume" in later
 
 
-
 def test_a_coasting_route_poll_ended_on_another_stack_crashes_its_client_when_it_fails(monkeypatch, tmp_path):
     """A route poll simulated in aggregate is ended where something changes — on the NameServer's
     stack (a route changed), a chaos action's (a link changed), the network's — and puts its call
