@@ -178,6 +178,7 @@ def runtime_info(*, stats: BrokerStats, store: MessageStore, now: float, now_ms:
     stay 0 until a midnight the lab does not model. No scheduleMessageOffset_* (no delay levels)."""
     puts = stats.puts.total
     times_total = puts or 1  # StoreStatsService divides by at least 1
+    found, miss = stats.windows(stats.pulls_found, now), stats.windows(stats.pulls_miss, now)
     table: list[tuple[str, str]] = [
         ("bootTimestamp", str(boot_ms)),
         ("runtime", format_runtime(max(0, now_ms - boot_ms))),
@@ -189,11 +190,11 @@ def runtime_info(*, stats: BrokerStats, store: MessageStore, now: float, now_ms:
         ("putMessageAverageSize", java_double(stats.put_size_total / times_total)),
         ("dispatchMaxBuffer", "0"),
         ("getMessageEntireTimeMax", "0"),
-        ("putTps", tps_text(stats.put_tps(now))),
-        ("getFoundTps", tps_text(stats.pulls_found_tps(now))),
-        ("getMissTps", tps_text(stats.pulls_miss_tps(now))),
-        ("getTotalTps", tps_text(stats.pulls_total_tps(now))),
-        ("getTransferedTps", tps_text(stats.get_transfered_tps(now))),
+        ("putTps", tps_text(stats.windows(stats.puts, now))),
+        ("getFoundTps", tps_text(found)),
+        ("getMissTps", tps_text(miss)),
+        ("getTotalTps", tps_text(f + m for f, m in zip(found, miss))),
+        ("getTransferedTps", tps_text(stats.windows(stats.gets, now))),
         # findPutMessageEntireTimePX(0.99 / 0.999) as "%.2f": every lab put lands in the first bucket
         ("putLatency99", "0.00"),
         ("putLatency999", "0.00"),

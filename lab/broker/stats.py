@@ -98,24 +98,9 @@ class BrokerStats:
     def uptime(self, now: float) -> float:
         return max(0.0, now - self.boot)
 
-    def _windows(self, rate, now: float) -> tuple[float, ...]:
-        """A rate over each of TPS_WINDOWS."""
+    def windows(self, rate: _Rate, now: float) -> tuple[float, ...]:
+        """`rate` (puts, gets, pulls_found, pulls_miss) per second over each of TPS_WINDOWS."""
         return tuple(rate.tps(now, w, self.uptime(now)) for w in TPS_WINDOWS)
-
-    def put_tps(self, now: float) -> tuple[float, ...]:
-        return self._windows(self.puts, now)
-
-    def get_transfered_tps(self, now: float) -> tuple[float, ...]:
-        return self._windows(self.gets, now)
-
-    def pulls_found_tps(self, now: float) -> tuple[float, ...]:
-        return self._windows(self.pulls_found, now)
-
-    def pulls_miss_tps(self, now: float) -> tuple[float, ...]:
-        return self._windows(self.pulls_miss, now)
-
-    def pulls_total_tps(self, now: float) -> tuple[float, ...]:
-        return tuple(f + m for f, m in zip(self.pulls_found_tps(now), self.pulls_miss_tps(now)))
 
     def group_get_tps(self, now: float, group: str, topic: str) -> float:
         """BrokerStatsManager.tpsGroupGetNums: messages per second `group` pulled of `topic`."""

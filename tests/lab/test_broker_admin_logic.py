@@ -13,14 +13,14 @@ def test_put_tps_is_the_rate_over_the_last_10_60_600_s_divided_by_the_uptime_whi
         stats.on_put(100.0 + i * 0.5, 10)
     # at t=110 (10 s old) the 10 s window holds whole seconds 101..110: 18 puts; the longer
     # windows hold all 20 and divide by the uptime
-    assert stats.put_tps(110.0) == (1.8, 2.0, 2.0)
+    assert stats.windows(stats.puts, 110.0) == (1.8, 2.0, 2.0)
     # at t=165: nothing in 156..165; seconds 106..109 (8 puts) in the last minute; all 20 in 65 s
-    assert stats.put_tps(165.0) == (0.0, 8 / 60, 20 / 65)
-    assert admin.tps_text(stats.put_tps(165.0)) == "0.0 0.13333333333333333 0.3076923076923077"
+    assert stats.windows(stats.puts, 165.0) == (0.0, 8 / 60, 20 / 65)
+    assert admin.tps_text(stats.windows(stats.puts, 165.0)) == "0.0 0.13333333333333333 0.3076923076923077"
     assert (stats.puts.total, stats.put_size_total) == (20, 200)
     young = BrokerStats(boot=100.0)
     young.on_put(100.1, 10)
-    assert young.put_tps(100.2) == (1.0, 1.0, 1.0)  # one put in the first 0.2 s: divided by at least 1 s
+    assert young.windows(young.puts, 100.2) == (1.0, 1.0, 1.0)  # one put in the first 0.2 s: divided by at least 1 s
 
 
 def test_gets_count_messages_per_group_and_topic_over_a_minute():
@@ -67,9 +67,9 @@ def test_a_count_for_an_earlier_second_lands_in_that_second():
     stats.on_pull(130.2, False)
     stats.on_pull(115.7, False)  # counted late, for second 115
     assert stats.pulls_miss.total == 3
-    assert stats.pulls_miss_tps(130.9)[0] == 0.1  # 130 alone in the last 10 s
-    assert stats.pulls_miss_tps(130.9)[1] == 3 / 60  # 100, 115 and 130 in the last 60 s
-    assert stats.pulls_miss_tps(710.0)[2] == 2 / 600  # the last 600 s, from 111: 115 and 130
+    assert stats.windows(stats.pulls_miss, 130.9)[0] == 0.1  # 130 alone in the last 10 s
+    assert stats.windows(stats.pulls_miss, 130.9)[1] == 3 / 60  # 100, 115 and 130 in the last 60 s
+    assert stats.windows(stats.pulls_miss, 710.0)[2] == 2 / 600  # the last 600 s, from 111: 115 and 130
 
 
 def test_renewals_counted_at_once_read_as_counted_one_by_one():
@@ -81,7 +81,7 @@ def test_renewals_counted_at_once_read_as_counted_one_by_one():
     at_once.on_pulls_missed(renewals)
     assert at_once.pulls_miss.total == one_by_one.pulls_miss.total == 200
     for now in (renewals[-1], renewals[-1] + 5, renewals[-1] + 300):
-        assert at_once.pulls_miss_tps(now) == one_by_one.pulls_miss_tps(now) != (0.0, 0.0, 0.0)
+        assert at_once.windows(at_once.pulls_miss, now) == one_by_one.windows(one_by_one.pulls_miss, now) != (0.0, 0.0, 0.0)
 
 
 def test_disk_ratio_is_used_over_used_plus_usable_rounded_up_to_a_percent(monkeypatch):
