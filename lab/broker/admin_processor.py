@@ -68,9 +68,8 @@ ACL_NPE_REMARKS = {  # code: (its ResponseCode ..._FAILED, the AccessValidator m
     DELETE_ACL_CONFIG: (210, "deleteAccessConfig", "String"),
     UPDATE_GLOBAL_WHITE_ADDRS_CONFIG: (211, "updateGlobalWhiteAddrsConfig", "java.util.List, String"),
 }
-# ConsumeQueue.CQ_STORE_UNIT_SIZE and MessageStoreConfig.mappedFileSizeConsumeQueue: getIndexBuffer
-# returns the entries from the index to the end of its mapped file.
-CQ_STORE_UNIT_SIZE = 20
+# Entries per consume-queue file (MessageStoreConfig.mappedFileSizeConsumeQueue / CQ_STORE_UNIT_SIZE):
+# getIndexBuffer returns the entries from the index to the end of its mapped file.
 CQ_FILE_ENTRIES = 300000
 
 # Lab settings read where they are used, so a change takes effect at once (the others are read at
@@ -162,16 +161,18 @@ class AdminProcessor:
             admin.UPDATE_AND_CREATE_TOPIC: self.update_and_create_topic,
             admin.UPDATE_BROKER_CONFIG: self.update_broker_config,
             admin.GET_BROKER_CONFIG: self.get_broker_config,
-            admin.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP: self.update_and_create_subscription_group,
-            admin.DELETE_SUBSCRIPTIONGROUP: self.delete_subscription_group,
-            admin.DELETE_TOPIC_IN_BROKER: self.delete_topic,
+            **{code: functools.partial(self._validate_slave, handler) for code, handler in (
+                (admin.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, self.update_and_create_subscription_group),
+                (admin.DELETE_SUBSCRIPTIONGROUP, self.delete_subscription_group),
+                (admin.DELETE_TOPIC_IN_BROKER, self.delete_topic))},
             admin.GET_CONSUMER_RUNNING_INFO: self.get_consumer_running_info,
             query_message.QUERY_MESSAGE: lambda req, channel: query_message.query_message(req, broker.store),
             query_message.VIEW_MESSAGE_BY_ID: lambda req, channel: query_message.view_message_by_id(req, broker.store),
             INVOKE_BROKER_TO_RESET_OFFSET: self.reset_offset,
             CONSUME_MESSAGE_DIRECTLY: self.consume_message_directly,
             QUERY_CONSUME_QUEUE: self.query_consume_queue,
-            GET_BROKER_CLUSTER_ACL_INFO: self.get_broker_acl_config_version,
+            # getBrokerAclConfigVersion logs the NullPointerException and returns null: never answered.
+            GET_BROKER_CLUSTER_ACL_INFO: lambda req, channel: None,
         }
 
     @staticmethod
@@ -190,16 +191,17 @@ class AdminProcessor:
                      channel: ClientChannel) -> RemotingCommand:
         return req.response(failed, ACL_NPE.format(method, params))
 
-    def _refuse_on_slave(self, req: RemotingCommand) -> RemotingCommand | None:
-        """AdminBrokerProcessor.validateSlave."""
-        return req.response(ResponseCode.SYSTEM_ERROR, SLAVE_REFUSAL) if self.broker.is_slave else None
+    def _validate_slave(self, handler: Callable[[RemotingCommand, ClientChannel], RemotingCommand],
+                        req: RemotingCommand, channel: ClientChannel) -> RemotingCommand:
+        """AdminBrokerProcessor.validateSlave: a slave changes no topic or subscription group."""
+        if self.broker.is_slave:
+            return req.response(ResponseCode.SYSTEM_ERROR, SLAVE_REFUSAL)
+        return handler(req, channel)
 
     # --- topics (17, 215) ---------------------------------------------------------------------------
 
     def update_and_create_topic(self, req: RemotingCommand, channel: ClientChannel) -> RemotingCommand | None:
-        """Create or change a topic, then registerIncrementBrokerData: a new DataVersion and a
-        registration carrying only this topic, sent at once; 4.9.8 answers after it (sync), and
-        answers SUCCESS whatever the NameServers said."""
+        """updateAndCreateTopic: the topic under a new DataVersion, then registerIncrementBrokerData."""
         broker = self.broker
         topic = req.field("topic")
         remark = admin.check_topic(topic, (broker.cluster_name, broker.broker_name))
@@ -211,19 +213,19 @@ class AdminProcessor:
                          reason="update" if previous is not None else "create")
         if broker.broker_permission & PERM_RW != PERM_RW:  # registered with the broker's permission
             config = TopicConfig(topic, config.read_queue_nums, config.write_queue_nums, broker.broker_permission)
-        broker._services.start_soon(self._register_increment, req, channel, {topic: config})
+        broker._services.start_soon(self._answer_after, req, channel, broker.register_broker_all, "update_topic",
+                                    {topic: config})
         return None
 
-    async def _register_increment(self, req: RemotingCommand, channel: ClientChannel,
-                                  table: dict[str, TopicConfig]) -> None:
-        await self.broker.register_broker_all("update_topic", table)
+    @staticmethod
+    async def _answer_after(req: RemotingCommand, channel: ClientChannel, register: Callable, *args) -> None:
+        """SUCCESS once `register(*args)` has registered with every NameServer, as 4.9.8 answers
+        after registerBrokerAll, whatever the NameServers said."""
+        await register(*args)
         if not req.is_oneway:
             channel.send_soon(req.response(ResponseCode.SUCCESS))
 
     def delete_topic(self, req: RemotingCommand, channel: ClientChannel) -> RemotingCommand:
-        refused = self._refuse_on_slave(req)
-        if refused is not None:
-            return refused
         topic = req.require("topic")
         broker = self.broker
         remark = admin.check_topic(topic, self.reserved_topics)
@@ -307,10 +309,8 @@ class AdminProcessor:
                             body=admin.properties_text(self.broker_config()).encode())
 
     def update_broker_config(self, req: RemotingCommand, channel: ClientChannel) -> RemotingCommand | None:
-        """Configuration.update: keys 4.9.8 has, each parsed as its field's type; a key in the black
-        list is NO_PERMISSION, as in 4.9.8. An unknown key or a value of the wrong type is refused
-        with a remark naming it (4.9.8 drops it without a word). A new brokerPermission is
-        registered with every NameServer before the answer, as 4.9.8's registerBrokerAll does."""
+        """updateBrokerConfig (Configuration.update): an unknown key or a value of the wrong type is
+        refused with a remark naming it, where 4.9.8 drops it without a word."""
         if not req.body:
             return req.response(ResponseCode.SUCCESS)
         props = admin.parse_properties(req.body.decode("utf-8", errors="replace"))
@@ -331,7 +331,8 @@ class AdminProcessor:
         broker.store.save_config(BROKER_PROPERTIES_FILE, {**(saved if isinstance(saved, dict) else {}), **values})
         if "brokerPermission" in values:
             broker.node.emit("broker.config", keys=sorted(values))
-            broker._services.start_soon(self._set_permission, req, channel, values["brokerPermission"])
+            broker._services.start_soon(self._answer_after, req, channel, broker.set_permission,
+                                        values["brokerPermission"])
             return None
         broker.config_data_version = DataVersion(broker.node.now_ms(), broker.config_data_version.counter + 1)
         broker.node.emit("broker.config", keys=sorted(values))
@@ -358,16 +359,9 @@ class AdminProcessor:
         if "autoCreateTopicEnable" in changes:
             broker.topic_config_manager.auto_create_topic_enable = changes["autoCreateTopicEnable"]
 
-    async def _set_permission(self, req: RemotingCommand, channel: ClientChannel, perm: int) -> None:
-        await self.broker.set_permission(perm)
-        channel.send_soon(req.response(ResponseCode.SUCCESS))
-
     # --- subscription groups (200, 201, 207) ----------------------------------------------------------
 
     def update_and_create_subscription_group(self, req: RemotingCommand, channel: ClientChannel) -> RemotingCommand:
-        refused = self._refuse_on_slave(req)
-        if refused is not None:
-            return refused
         if not req.body:
             return req.response(ResponseCode.SYSTEM_ERROR, "UPDATE_AND_CREATE_SUBSCRIPTIONGROUP without a body")
         config = SubscriptionGroupConfig.from_body(bodies.load(req.body, req.serialize_type))
@@ -378,9 +372,6 @@ class AdminProcessor:
         return req.response(ResponseCode.SUCCESS)
 
     def delete_subscription_group(self, req: RemotingCommand, channel: ClientChannel) -> RemotingCommand:
-        refused = self._refuse_on_slave(req)
-        if refused is not None:
-            return refused
         group = req.require("groupName")
         if req.field("removeOffset") == "true":
             return req.response(ResponseCode.SYSTEM_ERROR,
@@ -406,11 +397,7 @@ class AdminProcessor:
         return self._call_consumer(req, channel, req.require("consumerGroup"), req.require("clientId"))
 
     def consume_message_directly(self, req: RemotingCommand, channel: ClientChannel) -> RemotingCommand | None:
-        """CONSUME_MESSAGE_DIRECTLY (309; mqadmin queryMsgById / queryMsgByUniqueKey with -g -d,
-        which send the message's offset msgId): header consumerGroup, clientId, msgId; the record
-        at the msgId's commit-log offset becomes the body, brokerName is added, and the request
-        goes to the consumer as 307 does. No record there: `1` naming the offset (4.9.8 fails with
-        a NullPointerException)."""
+        """consumeMessageDirectly: the record at the msgId's commit-log offset, forwarded as 307 is."""
         group, client_id, msg_id = req.require("consumerGroup"), req.require("clientId"), req.require("msgId")
         try:
             offset = int.from_bytes(bytes.fromhex(msg_id)[8:16], "big", signed=True)
@@ -498,13 +485,8 @@ class AdminProcessor:
     # --- INVOKE_BROKER_TO_RESET_OFFSET (222): Broker2Client.resetOffset ------------------------------
 
     def reset_offset(self, req: RemotingCommand, channel: ClientChannel) -> RemotingCommand:
-        """Header topic, group, timestamp (-1: each queue's max offset), isForce. Per write queue the
-        offset for the time (getOffsetInQueueByTime: the message stored nearest to it), or the
-        group's own if that is lower and not forced; a queue the group has no offset on → `1 THe consumer group <g> not exist`. The
-        table goes oneway (RESET_CONSUMER_CLIENT_OFFSET, ResetOffsetBody) to every member of the
-        group, which moves and then commits it; the broker does not write the offsets itself, as
-        4.9.8's does not. No member online → 206, which makes mqadmin fall back to committing
-        the offsets itself (resetOffsetByTimestampOld)."""
+        """resetOffset: each write queue's offset for the time, sent oneway to every member of the
+        group, which moves and commits it (the broker writes no offset, as 4.9.8's does not)."""
         broker = self.broker
         topic, group = req.require("topic"), req.require("group")
         timestamp = req.require_int("timestamp")
@@ -544,11 +526,7 @@ class AdminProcessor:
     # --- QUERY_CONSUME_QUEUE (321) -------------------------------------------------------------------
 
     def query_consume_queue(self, req: RemotingCommand, channel: ClientChannel) -> RemotingCommand:
-        """Header topic, queueId, index, count, consumerGroup: QueryConsumeQueueResponseBody — the
-        queue's min and max index, and from `index` on up to `count` entries (physicOffset,
-        physicSize, tagsCode: the TAGS' String.hashCode, 0 without tags); with a group, its
-        subscription of the topic and filterData (`null` for a TAG subscription, which has no
-        ConsumerFilterData), or `<group>@<topic> is not online!`."""
+        """queryConsumeQueue: `filterData` is `null` for a TAG subscription, which has no ConsumerFilterData."""
         topic = req.require("topic")
         queue_id, index, count = req.require_ints("queueId", "index", "count")
         group = req.field("consumerGroup")
@@ -574,11 +552,3 @@ class AdminProcessor:
                                 tagsCode=java_int(string_hash(tags)) if tags else 0))
         fields["queueData"] = entries
         return req.response(ResponseCode.SUCCESS, body=fastjson.encode(Bean(fields)))
-
-    # --- ACL (52): getBrokerAclConfigVersion ---------------------------------------------------------
-
-    def get_broker_acl_config_version(self, req: RemotingCommand, channel: ClientChannel) -> None:
-        """With aclEnable=false the AccessValidator is null: 4.9.8 logs the NullPointerException and
-        returns null, so the request is never answered (mqadmin's clusterAclConfigVersion times
-        out). The lab does the same."""
-        return None
