@@ -257,15 +257,13 @@ class ConsumerManager:
         info = self.consumer_table.get(group)
         if info is None or info.channel_info_table.pop(channel, None) is None:
             return False
-        self._drop_if_empty(info)
+        if not info.channel_info_table:
+            del self.consumer_table[group]
+            self.consumer_ids_change_listener.handle(ConsumerGroupEvent.UNREGISTER, group)
         return True
 
     def _changed(self, group: str, why: str) -> None:
         self.consumer_ids_change_listener.handle(ConsumerGroupEvent.CHANGE, group, self.get_all_channel(group), why)
-
-    def _drop_if_empty(self, info: ConsumerGroupInfo) -> None:
-        if not info.channel_info_table and self.consumer_table.pop(info.group_name, None) is not None:
-            self.consumer_ids_change_listener.handle(ConsumerGroupEvent.UNREGISTER, info.group_name)
 
     def get_all_client_id(self, group: str) -> list[str]:
         info = self.consumer_table.get(group)
