@@ -253,7 +253,7 @@ class AdminProcessor:
 
     def get_producer_connection_list(self, req: RemotingCommand) -> Bean:
         group = req.require("producerGroup")
-        channels = self.broker.producer_manager.get_group_channels(group)
+        channels = self.broker.producer_manager.group_channel_table.get(group)
         if channels is None:
             raise Refused(ResponseCode.SYSTEM_ERROR, f"the producer group[{group}] not exist")
         return Bean(connectionSet=admin.connection_set(channels))

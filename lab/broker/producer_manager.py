@@ -39,6 +39,3 @@ class ProducerManager:
                     self.unregister_producer(group, channel)
                     expired.append((group, channel))
         return expired
-
-    def get_group_channels(self, group: str) -> dict[object, ClientChannelInfo] | None:
-        return self.group_channel_table.get(group)

@@ -37,10 +37,10 @@ def test_producers_leave_with_their_connection_an_unregister_or_120_s_of_silence
     producers = ProducerManager()
     producers.register_producer("pg", "c1", "ch1", 0.0, "CPP", 317)
     producers.register_producer("pg", "c2", "ch2", 100.0)
-    assert [i.client_id for i in producers.get_group_channels("pg").values()] == ["c1", "c2"]
+    assert [i.client_id for i in producers.group_channel_table.get("pg").values()] == ["c1", "c2"]
     assert producers.scan_not_active_channel(121.0) == [("pg", "ch1")]
     producers.do_channel_close_event("ch2")
-    assert producers.get_group_channels("pg") is None  # an empty group is gone: "not exist"
+    assert producers.group_channel_table.get("pg") is None  # an empty group is gone: "not exist"
 
 
 def test_java_text_formats():
