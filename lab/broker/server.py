@@ -204,7 +204,8 @@ class Broker:
                         await self.register_broker_all("start")
                         services.start_soon(self._register_periodically)
                         services.start_soon(self._register_on_topic_change)
-                        services.start_soon(self._scan_not_active_channel)
+                        services.start_soon(self.node.schedule.every, CLIENT_HOUSEKEEPING_INTERVAL,
+                                            CLIENT_HOUSEKEEPING_INTERVAL, self._scan_exception_channel)
                         services.start_soon(self._close_idle_channels)
                         if self.ha_client is not None:
                             services.start_soon(self.ha_client.run)
@@ -456,7 +457,7 @@ class Broker:
                                 f"topicConfig.readQueueNums:[{config.read_queue_nums}] consumer:[{channel.remote_addr}]")
         sys_flag = req.int_field("sysFlag", 0)
         if allow_suspend and sys_flag & FLAG_COMMIT_OFFSET and not self.is_slave:
-            self.store.commit_offset(req.require("consumerGroup"), topic, queue_id, req.require_int("commitOffset"))
+            self.store.commit_offset(group, topic, queue_id, req.require_int("commitOffset"))
         max_offset = self.store.max_offset(topic, queue_id)
         min_offset = self.store.min_offset(topic, queue_id)
         result = decide_pull(
@@ -469,7 +470,7 @@ class Broker:
         now = self.node.now()
         self.stats.on_pull(now, bool(result.found))
         if result.found:
-            self.stats.on_get(now, req.field("consumerGroup") or "", topic, result.found)
+            self.stats.on_get(now, group, topic, result.found)
         return req.response(result.code, ext_fields={
             "suggestWhichBrokerId": result.suggest_which_broker_id, "nextBeginOffset": result.next_begin_offset,
             "minOffset": min_offset, "maxOffset": max_offset,
@@ -478,14 +479,14 @@ class Broker:
     def _suspend_pull(self, req: RemotingCommand, channel: ClientChannel, topic: str, queue_id: int,
                       offset: int) -> None:
         """Hold the pull until a message comes or the consumer's suspend time is up (long
-        polling), or for shortPollingTimeMills. Replicated records are not announced (nor are they
-        by RocketMQ's slave), so on a slave the 5 s re-check finds them."""
+        polling), or for shortPollingTimeMills."""
         if self.config.longPollingEnable:
             suspend = req.int_field("suspendTimeoutMillis")
             timeout = suspend / 1000 if suspend is not None else self.node.config.consumer.brokerSuspendMaxTimeMillis
             # A master announces every message it stores, so its 5 s re-check could only find what
             # an arrival already answered: skipped, it costs nothing per held request (80,000 on a
-            # large cluster). A slave's replicated records are not announced: it re-checks.
+            # large cluster). A slave's replicated records are not announced (nor are they by
+            # RocketMQ's slave): it re-checks.
             check = math.inf if not self.is_slave else LONG_POLLING_CHECK_INTERVAL
             self.hold_service.hold(self.long_polled_pull(req, channel, topic, queue_id, offset, timeout, check),
                                    timeout)
@@ -616,12 +617,9 @@ class Broker:
                           for channel in info.channel_info_table)
         return registered
 
-    async def _scan_not_active_channel(self) -> None:
-        """ClientHousekeepingService: clients silent for 120 s are dropped and their connections closed."""
-        await self.node.schedule.every(CLIENT_HOUSEKEEPING_INTERVAL, CLIENT_HOUSEKEEPING_INTERVAL,
-                                       self._close_not_active_channels)
-
-    async def _close_not_active_channels(self) -> None:
+    async def _scan_exception_channel(self) -> None:
+        """ClientHousekeepingService.scanExceptionChannel: clients silent for 120 s are dropped and
+        their connections closed."""
         now = trio.current_time()
         for manager in (self.producer_manager, self.consumer_manager):
             for _group, channel in manager.scan_not_active_channel(now):
