@@ -169,13 +169,7 @@ def disk_used_ratio(path) -> float:
 def runtime_info(*, stats: BrokerStats, store: MessageStore, now: float, now_ms: int, boot_ms: int) -> Bean:
     """The KVTable of GET_BROKER_RUNTIME_INFO: StoreStatsService.getRuntimeInfo, then
     DefaultMessageStore.getRuntimeInfo, then AdminBrokerProcessor.prepareRuntimeInfo, put into one
-    HashMap(64) in that order — every value a string.
-
-    Real figures: bootTimestamp, runtime, putMessageTimesTotal/SizeTotal/AverageSize, the TPS
-    triples, msgPutTotalTodayNow / msgGetTotalTodayNow (since this broker's boot),
-    commitLogMaxOffset, earliestMessageTimeStamp, and the disk figures in sockets mode. Zero because
-    the lab has none of it: thread-pool queues, dispatch lag, page-cache locks; the *Morning figures
-    stay 0 until a midnight the lab does not model. No scheduleMessageOffset_* (no delay levels)."""
+    HashMap(64) in that order. No scheduleMessageOffset_* (no delay levels)."""
     puts = stats.puts.total
     times_total = puts or 1  # StoreStatsService divides by at least 1
     found, miss = stats.windows(stats.pulls_found, now), stats.windows(stats.pulls_miss, now)
@@ -309,10 +303,8 @@ def consume_stats(group: str, topics: Iterable[str], *, select: Callable[[str], 
 
 
 def consume_stats_list(groups: Iterable[str], *, broker_addr: str, order_only: bool, **kwargs) -> Bean:
-    """ConsumeStatsList (317): for each group, [ConsumeStats per topic it has offsets on].
-
-    4.9.8 walks its SubscriptionGroupManager (every group that ever pulled, plus eight built-in
-    ones); the lab walks the groups it knows of — online or with offsets."""
+    """fetchAllConsumeStatsInBroker's ConsumeStatsList (317): for each of `groups` (the subscription
+    group table's), [ConsumeStats per topic it has offsets on]."""
     stats_list, total_diff = [], 0
     for group in groups:
         per_topic = []
@@ -364,8 +356,7 @@ def all_topic_config(table: Mapping[str, TopicConfig], version: DataVersion) -> 
 
 def system_topic_list(reserved: Iterable[str]) -> Bean:
     """GET_SYSTEM_TOPIC_LIST_FROM_BROKER (305): TopicList of TopicValidator's system topic set (a
-    HashSet), which a broker extends at start (added_system_topics). mqadmin's exportMetadata and
-    exportMetrics leave these out of the topic table 21 answers."""
+    HashSet), which a broker extends at start (added_system_topics)."""
     return Bean(topicList=hash_order([*SYSTEM_TOPIC_ORDER, *added_system_topics(reserved)]))
 
 

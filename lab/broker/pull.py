@@ -17,7 +17,6 @@ SLAVE_ID = 1  # SubscriptionGroupConfig.whichBrokerWhenConsumeSlowly
 # PullSysFlag bits
 FLAG_COMMIT_OFFSET = 0x1
 FLAG_SUSPEND = 0x2
-FLAG_SUBSCRIPTION = 0x4
 
 # RocketMQ suggests the slave once the data a consumer has still to read no longer fits in memory:
 # more than accessMessageInMemoryMaxRatio (40 %) of the machine's RAM in commit-log bytes. The lab

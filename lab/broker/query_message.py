@@ -18,14 +18,11 @@ QUERY_NOT_FOUND = ResponseCode.QUERY_NOT_FOUND
 UNIQUE_MSG_QUERY_FLAG = "_UNIQUE_KEY_QUERY"  # MixAll: the client's isUniqKey, as an extField
 DEFAULT_QUERY_MAX_NUM = 32  # MessageStoreConfig.defaultQueryMaxNum: a unique-key query's maxNum
 MAX_MSGS_NUM_BATCH = 64  # MessageStoreConfig.maxMsgsNumBatch: IndexService caps maxNum with it
-LONG_MAX = 2**63 - 1
 
 
 def query_message(req: RemotingCommand, store: MessageStore) -> RemotingCommand:
-    """Header topic, key, maxNum, beginTimestamp, endTimestamp (QueryMessageRequestHeader). With
-    `_UNIQUE_KEY_QUERY=true` maxNum is the store's defaultQueryMaxNum. Found: SUCCESS, the records
-    in commit-log order; else 22 with 4.9.8's remark. Both with indexLastUpdateTimestamp and
-    indexLastUpdatePhyoffset (the last indexed record's, when the index was read; 0 otherwise)."""
+    """QueryMessageProcessor.queryMessage: indexLastUpdateTimestamp / indexLastUpdatePhyoffset are
+    the last record's when the index was read (something found), 0 otherwise."""
     topic, key = req.require("topic"), req.require("key")
     max_num, begin, end = req.require_ints("maxNum", "beginTimestamp", "endTimestamp")
     if req.field(UNIQUE_MSG_QUERY_FLAG) == "true":
@@ -43,8 +40,7 @@ def query_message(req: RemotingCommand, store: MessageStore) -> RemotingCommand:
 
 
 def view_message_by_id(req: RemotingCommand, store: MessageStore) -> RemotingCommand:
-    """Header offset (ViewMessageRequestHeader): the record at that commit-log offset, or
-    SYSTEM_ERROR `can not find message by the offset, N`."""
+    """QueryMessageProcessor.viewMessageById: the record at the header's commit-log offset."""
     offset = req.require_int("offset")
     data = store.record_at(offset)
     if data is None:
