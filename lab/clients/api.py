@@ -12,12 +12,11 @@ from typing import NamedTuple
 
 import trio
 
-from lab.remoting.channels import LAB_SERIALIZE_TYPE, ChannelTable, Node, request
+from lab.remoting.channels import ChannelTable, Node, request
 from lab.remoting.flow import Step, in_task
 from nameserver import bodies
 from nameserver.client import RemotingError, RemotingTimeoutError
 from nameserver.protocol import RemotingCommand, RequestCode, ResponseCode, SerializeType
-from nameserver.routes import TopicRouteData
 
 from . import route_parsers
 from .decoded import DecodedBodies
@@ -33,7 +32,7 @@ SEND_STATUS = {  # broker codes that still store the message
     ResponseCode.FLUSH_SLAVE_TIMEOUT: "FLUSH_SLAVE_TIMEOUT",
     ResponseCode.SLAVE_NOT_AVAILABLE: "SLAVE_NOT_AVAILABLE",
 }
-SEND_REPLY_CODES = tuple(SEND_STATUS)
+OK = (ResponseCode.SUCCESS,)
 PULL_CODES = (ResponseCode.SUCCESS, ResponseCode.PULL_NOT_FOUND, ResponseCode.PULL_RETRY_IMMEDIATELY,
               ResponseCode.PULL_OFFSET_MOVED)
 
@@ -55,26 +54,27 @@ class PullResult(NamedTuple):
     body: bytes | None
 
 
-def _read_reply(response: RemotingCommand, code: int, addr: str | None, read, ok: tuple[int, ...]):
-    if response.code not in ok:
-        raise MQBrokerError(response.code, response.remark)
-    if read is None:
-        return None
-    try:
-        return read(response)
-    except (ValueError, KeyError, TypeError) as e:  # HeaderError, BodyError, a body of the wrong shape
-        raise MQClientError(f"bad reply to request {code} from {addr or 'the NameServer'}: {e}") from None
-
-
 class _AsyncReply:
-    """Where an asynchronous call's reply goes: read as _call reads it, then to `on_result`, the
-    result or the exception. An object with slots, not a closure: one waits per pending call, and
-    a large cluster's consumers keep 80,000 pulls pending."""
+    """How a call's reply is read (`result`), and where an asynchronous call's goes: to
+    `on_result`, the result or the exception. An object with slots, not a closure: one waits per
+    pending call, and a large cluster's consumers keep 80,000 pulls pending."""
 
     __slots__ = ("code", "addr", "read", "ok", "on_result")
 
-    def __init__(self, code: int, addr: str | None, read, ok: tuple[int, ...], on_result) -> None:
+    def __init__(self, code: int, addr: str | None, read=None, ok: tuple[int, ...] = OK, on_result=None) -> None:
         self.code, self.addr, self.read, self.ok, self.on_result = code, addr, read, ok, on_result
+
+    def result(self, response: RemotingCommand):
+        """The reply read by `read(response)`; MQBrokerError for a code not in `ok`, MQClientError
+        for a reply that lacks what it should carry."""
+        if response.code not in self.ok:
+            raise MQBrokerError(response.code, response.remark)
+        if self.read is None:
+            return None
+        try:
+            return self.read(response)
+        except (ValueError, KeyError, TypeError) as e:  # HeaderError, BodyError, a body of the wrong shape
+            raise MQClientError(f"bad reply to request {self.code} from {self.addr or 'the NameServer'}: {e}") from None
 
     def __call__(self, response: RemotingCommand | RemotingError) -> None:
         # An error goes on as a value, with no traceback: one would keep this frame and its callers'
@@ -84,8 +84,8 @@ class _AsyncReply:
             result = response
         else:
             try:
-                result = _read_reply(response, self.code, self.addr, self.read, self.ok)
-            except (RemotingError, MQClientError, MQBrokerError) as e:
+                result = self.result(response)
+            except (MQClientError, MQBrokerError) as e:
                 result = e.with_traceback(None)
         self.on_result(result)
 
@@ -95,21 +95,19 @@ def route_query(topic: str) -> RemotingCommand:
     return request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic})
 
 
-def route_reply(decoded: DecodedBodies, topic: str, on_result) -> _AsyncReply:
+def route_reply(decoded: DecodedBodies, topic: str, on_result=None) -> _AsyncReply:
     """Where a route query's reply goes; errors name the NameServer as _call's do."""
     return _AsyncReply(RequestCode.GET_ROUTEINFO_BY_TOPIC, None,
-                       lambda r: decoded.route(topic, r.body or b"", r.serialize_type), (ResponseCode.SUCCESS,),
-                       on_result)
+                       lambda r: decoded.route(topic, r.body or b"", r.serialize_type), OK, on_result)
 
 
 def consumer_list_query(consumer_group: str) -> RemotingCommand:
     return request(RequestCode.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": consumer_group})
 
 
-def consumer_ids_reply(decoded: DecodedBodies, addr: str, on_result) -> _AsyncReply:
+def consumer_ids_reply(decoded: DecodedBodies, addr: str, on_result=None) -> _AsyncReply:
     return _AsyncReply(RequestCode.GET_CONSUMER_LIST_BY_GROUP, addr,
-                       lambda r: decoded.consumer_ids(r.body or b"", r.serialize_type), (ResponseCode.SUCCESS,),
-                       on_result)
+                       lambda r: decoded.consumer_ids(r.body or b"", r.serialize_type), OK, on_result)
 
 
 def _pull_result(response: RemotingCommand) -> PullResult:
@@ -187,35 +185,24 @@ class MQClientAPI:
             timeout = left
         return await self.channels.invoke(addr, command, timeout)
 
-    async def _call(self, addr: str | None, code: int, fields: dict | None, timeout: float, read=None, *,
-                    body: bytes | None = None, ok: tuple[int, ...] = (ResponseCode.SUCCESS,)):
-        """The reply read by `read(response)`; MQBrokerError for a code not in `ok`,
-        MQClientError for a reply that lacks what it should carry."""
-        response = await self.invoke(addr, request(code, fields, body), timeout)
-        return _read_reply(response, code, addr, read, ok)
+    async def _call(self, addr: str | None, command: RemotingCommand, timeout: float,
+                    reply: _AsyncReply | None = None):
+        """What `reply` reads of the answer to `command`; by default, that it succeeded."""
+        response = await self.invoke(addr, command, timeout)
+        return (reply or _AsyncReply(command.code, addr)).result(response)
 
-    def _call_async(self, addr: str, code: int, fields: dict, timeout: float, read, on_result, *,
-                    body: bytes | None = None, ok: tuple[int, ...] = (ResponseCode.SUCCESS,),
-                    renew=None) -> None:
-        """_call as invokeAsync, on an open channel: `on_result` gets what _call would return, or
-        the exception it would raise — in trio's loop, so it must not block. A failure to send at
-        all (no open channel) raises RemotingError here."""
-        self.channels.invoke_async(addr, request(code, fields, body), timeout,
-                                   _AsyncReply(code, addr, read, ok, on_result), renew=renew)
-
-    def _step(self, addr: str, code: int, fields: dict, timeout: float, read, *, body: bytes | None = None,
-              ok: tuple[int, ...] = (ResponseCode.SUCCESS,)) -> Step:
+    def _step(self, addr: str | None, command: RemotingCommand, timeout: float, reply: _AsyncReply) -> Step:
         """_call as a Step (lab/remoting/flow.py): in a flow, by invokeAsync on the open channel to
-        `addr` (its reply resumes the flow), or by a task that connects first; in a task, _call."""
+        `addr` (None: the chosen NameServer), `reply` resuming the flow, or else by a task that
+        connects (or fails over) first; in a task, _call."""
         def start(resume) -> None:
-            if self.channels.is_connected(addr):
-                self._call_async(addr, code, fields, timeout, read, resume, body=body, ok=ok)
+            target = self.namesrv.chosen if addr is None else addr
+            if target is not None and self.channels.is_connected(target):
+                reply.on_result = resume
+                self.channels.invoke_async(target, command, timeout, reply)
             else:
-                in_task(self.channels.nursery, call).start(resume)
-
-        def call():
-            return self._call(addr, code, fields, timeout, read, body=body, ok=ok)
-        return Step(start, call)
+                in_task(self.channels.nursery, self._call, addr, command, timeout, reply).start(resume)
+        return Step(start, lambda: self._call(addr, command, timeout, reply))
 
     async def invoke_oneway(self, addr: str, code: int, fields: dict) -> None:
         if not self.channels.is_connected(addr):
@@ -226,63 +213,54 @@ class MQClientAPI:
 
     def get_topic_route_info_from_name_server(self, topic: str, timeout: float) -> Step:
         """The route; MQBrokerError(17) when the NameServer knows none; RemotingError when none
-        answers. The same body gives the same TopicRouteData (DecodedBodies.route). In a flow, by
-        invokeAsync while the chosen NameServer's channel is open; else (a connect, a failover,
-        a client of another language) as a task does it."""
-        def start(resume) -> None:
-            if self.node.config.client.routeParser == "fastjson" and self.namesrv.is_sticky(self.channels.is_connected):
-                self.channels.invoke_async(self.namesrv.chosen, route_query(topic), timeout,
-                                           route_reply(self.decoded, topic, resume))
-            else:
-                in_task(self.channels.nursery, self._route_by_task, topic, timeout).start(resume)
-        return Step(start, lambda: self._route_by_task(topic, timeout))
-
-    async def _route_by_task(self, topic: str, timeout: float) -> TopicRouteData:
+        answers. The same body gives the same TopicRouteData (DecodedBodies.route)."""
         parser = self.node.config.client.routeParser
-        if parser != "fastjson":  # a client in another language: JSON, its version, its parser
-            code = RequestCode.GET_ROUTEINFO_BY_TOPIC
-            asked = RemotingCommand.request(code, {"topic": topic}, serialize_type=SerializeType.JSON,
-                                            version=route_parsers.VERSION[parser])
-            return _read_reply(await self.invoke(None, asked, timeout), code, None,
-                               lambda r: bodies.route_from_wire(route_parsers.load_route(r.body or b"", parser)),
-                               (ResponseCode.SUCCESS,))
-        return await self._call(None, RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic}, timeout,
-                                lambda r: self.decoded.route(topic, r.body or b"", r.serialize_type))
+        if parser == "fastjson":
+            return self._step(None, route_query(topic), timeout, route_reply(self.decoded, topic))
+        # A client in another language: JSON, its version, its parser.
+        code = RequestCode.GET_ROUTEINFO_BY_TOPIC
+        asked = RemotingCommand.request(code, {"topic": topic}, serialize_type=SerializeType.JSON,
+                                        version=route_parsers.VERSION[parser])
+        return self._step(None, asked, timeout, _AsyncReply(code, None, lambda r: bodies.route_from_wire(
+            route_parsers.load_route(r.body or b"", parser))))
 
     def send_message(self, addr: str, mq: MessageQueue, producer_group: str, body: bytes, properties: str,
                      born_timestamp: int, msg_id: str, timeout: float) -> Step:
-        """SEND_MESSAGE_V2 with its short keys (sendMessage): the SendResult. A Step: by invokeAsync
-        on the open channel to `addr`, else by a task that connects first (the connect counts
-        against `timeout`)."""
+        """SEND_MESSAGE_V2 with its short keys (sendMessage): the SendResult. The connect, when
+        there is one first, counts against `timeout`."""
         fields = {
             "a": producer_group, "b": mq.topic, "c": DEFAULT_TOPIC, "d": DEFAULT_TOPIC_QUEUE_NUMS,
             "e": mq.queue_id, "f": 0, "g": born_timestamp, "h": 0, "i": properties, "j": 0,
             "k": "false", "m": "false", "n": mq.broker_name,
         }
-        return self._step(addr, RequestCode.SEND_MESSAGE_V2, fields, timeout, lambda r: SendResult(
+        code = RequestCode.SEND_MESSAGE_V2
+        return self._step(addr, request(code, fields, body), timeout, _AsyncReply(code, addr, lambda r: SendResult(
             SEND_STATUS[r.code], msg_id, r.require("msgId"),
             MessageQueue(mq.topic, mq.broker_name, r.require_int("queueId")), r.require_int("queueOffset")),
-            body=body, ok=SEND_REPLY_CODES)
+            tuple(SEND_STATUS)))
 
     # --- broker: consumer -------------------------------------------------------------------------
 
     def pull_message_async(self, addr: str, fields: dict, timeout: float, on_result, renew=None) -> None:
-        """pullMessageAsync: `on_result` gets the PullResult, or the exception the pull ended with.
-        `renew`: whether an empty answer would be followed by the same pull (ChannelTable.invoke_async)."""
-        self._call_async(addr, RequestCode.PULL_MESSAGE, fields, timeout, _pull_result, on_result,
-                         ok=PULL_CODES, renew=renew)
+        """pullMessageAsync, on the open channel to `addr` (RemotingError at once without one):
+        `on_result` gets the PullResult, or the exception the pull ended with. `renew`: whether an
+        empty answer would be followed by the same pull (ChannelTable.invoke_async)."""
+        self.channels.invoke_async(addr, request(RequestCode.PULL_MESSAGE, fields), timeout,
+                                   _AsyncReply(RequestCode.PULL_MESSAGE, addr, _pull_result, PULL_CODES, on_result),
+                                   renew=renew)
 
     def get_consumer_id_list_by_group(self, addr: str, consumer_group: str, timeout: float) -> Step:
-        return self._step(addr, RequestCode.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": consumer_group},
-                          timeout, lambda r: self.decoded.consumer_ids(r.body or b"", r.serialize_type))
+        return self._step(addr, consumer_list_query(consumer_group), timeout, consumer_ids_reply(self.decoded, addr))
 
     def query_consumer_offset(self, addr: str, group: str, mq: MessageQueue, timeout: float) -> Step:
         """The offset; MQBrokerError (22 QUERY_NOT_FOUND, say) when the broker has none for it."""
-        return self._step(addr, RequestCode.QUERY_CONSUMER_OFFSET, {"consumerGroup": group, **_queue_fields(mq)},
-                          timeout, _offset)
+        code = RequestCode.QUERY_CONSUMER_OFFSET
+        return self._step(addr, request(code, {"consumerGroup": group, **_queue_fields(mq)}), timeout,
+                          _AsyncReply(code, addr, _offset))
 
     def get_max_offset(self, addr: str, mq: MessageQueue, timeout: float) -> Step:
-        return self._step(addr, RequestCode.GET_MAX_OFFSET, _queue_fields(mq), timeout, _offset)
+        code = RequestCode.GET_MAX_OFFSET
+        return self._step(addr, request(code, _queue_fields(mq)), timeout, _AsyncReply(code, addr, _offset))
 
     async def update_consumer_offset_oneway(self, addr: str, group: str, mq: MessageQueue, offset: int) -> None:
         await self.invoke_oneway(addr, RequestCode.UPDATE_CONSUMER_OFFSET, {
@@ -291,17 +269,11 @@ class MQClientAPI:
 
     # --- broker: both -----------------------------------------------------------------------------
 
-    @staticmethod
-    def heartbeat_body(heartbeat_data: dict) -> bytes:
-        """HeartbeatData encoded once per round: every broker gets the same bytes (with 2,000
-        subscriptions, encoding it per broker cost more than sending it)."""
-        return bodies.dump(heartbeat_data, LAB_SERIALIZE_TYPE)
-
     async def send_heartbeat(self, addr: str, body: bytes, timeout: float) -> None:
-        """body: heartbeat_body(HeartbeatData)."""
-        await self._call(addr, RequestCode.HEART_BEAT, None, timeout, body=body)
+        """body: the encoded HeartbeatData (MQClientInstance._heartbeat_body)."""
+        await self._call(addr, request(RequestCode.HEART_BEAT, None, body), timeout)
 
     async def unregister_client(self, addr: str, client_id: str, producer_group: str | None,
                                 consumer_group: str | None, timeout: float) -> None:
-        await self._call(addr, RequestCode.UNREGISTER_CLIENT, {
-            "clientID": client_id, "producerGroup": producer_group, "consumerGroup": consumer_group}, timeout)
+        await self._call(addr, request(RequestCode.UNREGISTER_CLIENT, {
+            "clientID": client_id, "producerGroup": producer_group, "consumerGroup": consumer_group}), timeout)

@@ -23,8 +23,9 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from lab.remoting.channels import ChannelTable, Node
+from lab.remoting.channels import LAB_SERIALIZE_TYPE, ChannelTable, Node
 from lab.remoting import flow
+from nameserver import bodies
 from nameserver.client import RemotingError
 from nameserver.protocol import RemotingCommand, RequestCode, ResponseCode
 from nameserver.routes import MASTER_ID, TopicRouteData
@@ -242,17 +243,17 @@ class MQClientInstance:
         self.route_cache.clean_offline_broker()
 
     def _heartbeat_body(self) -> bytes:
-        """HeartbeatData, encoded again only when the members change: what each says of itself
-        (group, subscriptions and their versions) is fixed when it is made, and a consumer of
-        2,000 topics made every heartbeat re-encode 2,000 subscriptions."""
+        """HeartbeatData, encoded again only when the members change, and every broker gets the same
+        bytes: what each says of itself (group, subscriptions and their versions) is fixed when it is
+        made, and a consumer of 2,000 topics made every heartbeat re-encode 2,000 subscriptions."""
         members = (tuple(self.consumers), tuple(self.producers))
         if self._heartbeat is None or self._heartbeat[0] != members:
-            body = self.api.heartbeat_body({
+            body = bodies.dump({
                 "clientID": self.client_id,
                 "consumerDataSet": [c.consumer_data() for c in self.consumers],
                 "producerDataSet": [{"groupName": p.producer_group} for p in self.producers]
                 + [{"groupName": CLIENT_INNER_PRODUCER_GROUP}],
-            })
+            }, LAB_SERIALIZE_TYPE)
             self._heartbeat = (members, body)
         return self._heartbeat[1]
 
