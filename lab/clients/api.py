@@ -20,7 +20,7 @@ from nameserver.protocol import RemotingCommand, RequestCode, ResponseCode, Seri
 
 from . import route_parsers
 from .decoded import DecodedBodies
-from .errors import MQBrokerError, MQClientError, RemotingConnectError
+from .errors import ClientFailure, MQBrokerError, MQClientError, RemotingConnectError
 from .namesrv import NamesrvSelector
 from .route_cache import MessageQueue
 
@@ -85,7 +85,7 @@ class _AsyncReply:
         else:
             try:
                 result = self.result(response)
-            except (MQClientError, MQBrokerError) as e:
+            except ClientFailure as e:
                 result = e.with_traceback(None)
         self.on_result(result)
 

@@ -31,6 +31,11 @@ class MQBrokerError(Exception):
         super().__init__(f"CODE: {code} DESC: {remark}")
 
 
+# What a client's call can fail with, short of a bug: no channel or no answer, no route or broker
+# address, or a broker's (or NameServer's) refusal.
+ClientFailure = (RemotingError, MQClientError, MQBrokerError)
+
+
 def code_name(code: int) -> str | int:
     try:
         return ResponseCode(code).name

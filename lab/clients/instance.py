@@ -32,7 +32,7 @@ from nameserver.routes import MASTER_ID, TopicRouteData
 
 from .api import MQClientAPI
 from .decoded import DecodedBodies
-from .errors import MQBrokerError, MQClientError, NoRouteInfoError, code_name
+from .errors import ClientFailure, MQBrokerError, NoRouteInfoError, code_name
 from .namesrv import NamesrvSelector, namesrv_source
 from .route_cache import FindBrokerResult, KeyedDraws, MessageQueue, RouteCache, RoutePoll, unremarkable_fetch
 from .running_info import encode
@@ -53,8 +53,6 @@ FETCH_NAMESRV_ADDR_DELAY, FETCH_NAMESRV_ADDR_PERIOD = 10.0, 120.0
 POLL_NAMESERVER_DELAY = 0.01
 HEARTBEAT_DELAY = 1.0
 PERSIST_OFFSET_DELAY = 10.0
-
-ClientFailure = (RemotingError, MQClientError, MQBrokerError)
 
 
 class MQClientInstance:
@@ -286,11 +284,8 @@ class MQClientInstance:
         try:
             return await self.api.get_consumer_id_list_by_group(addr, group, self.config.mqClientApiTimeout)
         except ClientFailure as e:
-            self._consumer_list_failed(group, addr, e)
+            log.info("%s: consumer list of %s from %s failed: %s", self.client_id, group, addr, e)
             return None
-
-    def _consumer_list_failed(self, group: str, addr: str, error: Exception) -> None:
-        log.info("%s: consumer list of %s from %s failed: %s", self.client_id, group, addr, error)
 
     # --- consumers ------------------------------------------------------------------------------------
 
@@ -300,28 +295,22 @@ class MQClientInstance:
         RESET_CONSUMER_CLIENT_OFFSET; any other code is ignored."""
         if command.code == RequestCode.NOTIFY_CONSUMER_IDS_CHANGED:
             self.rebalance_immediately()
-        elif command.code == RequestCode.GET_CONSUMER_RUNNING_INFO:
-            group = command.field("consumerGroup")
-            consumer = next((c for c in self.consumers if c.consumer_group == group), None)
-            if consumer is None:
-                return command.response(ResponseCode.SYSTEM_ERROR,
-                                        f"The Consumer Group <{group}> not exist in this consumer")
-            return command.response(ResponseCode.SUCCESS, body=encode(consumer.running_info()))
-        elif command.code == CONSUME_MESSAGE_DIRECTLY:  # ClientRemotingProcessor.consumeMessageDirectly
-            group = command.field("consumerGroup")
-            consumer = next((c for c in self.consumers if c.consumer_group == group), None)
-            if consumer is None:
-                return command.response(ResponseCode.SYSTEM_ERROR,
-                                        f"The Consumer Group <{group}> not exist in this consumer")
-            # ConsumeMessageConcurrentlyService.consumeMessageDirectly: a lab consumer's listener
-            # takes every message, at once.
-            return command.response(ResponseCode.SUCCESS, body=encode(
-                {"autoCommit": True, "consumeResult": "CR_SUCCESS", "order": False, "spentTimeMills": 0}))
-        elif command.code == RESET_CONSUMER_CLIENT_OFFSET:  # ClientRemotingProcessor.resetOffset
-            group = command.field("group")
-            consumer = next((c for c in self.consumers if c.consumer_group == group), None)
+            return None
+        group = command.field("group" if command.code == RESET_CONSUMER_CLIENT_OFFSET else "consumerGroup")
+        consumer = next((c for c in self.consumers if c.consumer_group == group), None)
+        if command.code == RESET_CONSUMER_CLIENT_OFFSET:  # ClientRemotingProcessor.resetOffset
             if consumer is not None and command.field("topic"):
                 self.nursery.start_soon(consumer.reset_offset, command.field("topic"), command.body)
+        elif command.code in (RequestCode.GET_CONSUMER_RUNNING_INFO, CONSUME_MESSAGE_DIRECTLY):
+            if consumer is None:
+                return command.response(ResponseCode.SYSTEM_ERROR,
+                                        f"The Consumer Group <{group}> not exist in this consumer")
+            if command.code == RequestCode.GET_CONSUMER_RUNNING_INFO:
+                return command.response(ResponseCode.SUCCESS, body=encode(consumer.running_info()))
+            # ClientRemotingProcessor.consumeMessageDirectly: a lab consumer's listener
+            # (ConsumeMessageConcurrentlyService's) takes every message, at once.
+            return command.response(ResponseCode.SUCCESS, body=encode(
+                {"autoCommit": True, "consumeResult": "CR_SUCCESS", "order": False, "spentTimeMills": 0}))
         return None
 
     def rebalance_immediately(self) -> None:

@@ -25,12 +25,11 @@ from lab.remoting.epoch import epoch_ms
 from lab.remoting import flow
 from lab.remoting.message import encode_properties
 from lab.remoting.channels import Node
-from nameserver.client import RemotingError
 from nameserver.routes import TopicRouteData
 
 from .api import SendResult
-from .errors import MQBrokerError, MQClientError, NoRouteInfoError, error_name
-from .instance import ClientFailure, MQClientInstance
+from .errors import ClientFailure, MQBrokerError, MQClientError, NoRouteInfoError, error_name
+from .instance import MQClientInstance
 from .route_cache import POSITIVE_MASK, MessageQueue, TopicPublishInfo
 from .selection import MQFaultStrategy, is_retryable, remaining_budget
 
@@ -168,7 +167,7 @@ class Producer:
                     raise MQClientError(f"The broker[{mq.broker_name}] not exist")
                 result = await self.instance.api.send_message(addr, mq, self.producer_group, body, properties,
                                                               epoch_ms(self.node.epoch_base_ms, begin), msg_id, left)
-            except (RemotingError, MQClientError, MQBrokerError) as error:
+            except ClientFailure as error:
                 end = now()
                 # A broker's answer is a latency; anything else isolates the broker (600 s ban).
                 self.mq_fault_strategy.update_fault_item(mq.broker_name, (end - begin) * 1000,
