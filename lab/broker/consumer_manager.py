@@ -6,14 +6,9 @@ happens to a group is told to the manager's ConsumerIdsChangeListener, as 4.9.8'
 tells it (`handle(event, group, *args)`): CHANGE with the group's channels when its members or
 topics changed, so the broker's listener (lab/broker/server.py) sends them NOTIFY_CONSUMER_IDS_CHANGED
 and the group rebalances now rather than at its next 20 s round; UNREGISTER when the group's last
-member left; REGISTER with the subscriptions at every heartbeat.
-
-Where the lab tells CHANGE otherwise than 4.9.8 (each says so where it is): a heartbeat's change
-counts a topic list in another order too; UNREGISTER_CLIENT from a channel that was not a member
-tells no one; a member expired by the scan is told (4.9.8 removes it and then closes its channel,
-whose close event finds nothing left to remove: no one hears of it until the next 20 s round). The
-lab's CHANGE carries a second argument, why (register, unregister, closed, expired), for its event
-log.
+member left; REGISTER with the subscriptions at every heartbeat. Where the lab tells CHANGE
+otherwise than 4.9.8, each method says so. The lab's CHANGE carries a second argument, why
+(register, unregister, closed, expired), for its event log.
 """
 
 from __future__ import annotations
@@ -237,8 +232,9 @@ class ConsumerManager:
 
     def scan_not_active_channel(self, now: float) -> list[tuple[str, object]]:
         """Remove clients silent for longer than the timeout: (group, channel) each, in table order,
-        for the caller to close. Each is told as CHANGE once all are removed (4.9.8 tells no one:
-        see the module's doc)."""
+        for the caller to close. Each is told as CHANGE once all are removed (4.9.8 removes it and
+        then closes its channel, whose close event finds nothing left to remove: no one hears of it
+        until the next 20 s round)."""
         expired = []
         for info in list(self.consumer_table.values()):
             for channel, client in list(info.channel_info_table.items()):
