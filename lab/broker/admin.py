@@ -16,6 +16,7 @@ from typing import Callable, Iterable, Mapping
 
 from nameserver.bodies import data_version_to_wire, topic_config_to_wire
 from nameserver.protocol import fastjson
+from nameserver.protocol.codes import CURRENT_VERSION
 from nameserver.protocol.fastjson import Bean, JMap, java_double
 from nameserver.routes import DataVersion, TopicConfig
 
@@ -26,7 +27,6 @@ from .store import MessageStore
 from .topic_config import AUTO_CREATE_TOPIC_KEY_TOPIC, REPLY_TOPIC_POSTFIX
 
 # RequestCode (4.9.8) of the admin requests served here.
-UPDATE_AND_CREATE_TOPIC = 17
 GET_BROKER_CONFIG = 26
 GET_BROKER_RUNTIME_INFO = 28
 GET_TOPIC_STATS_INFO = 202
@@ -41,7 +41,6 @@ UPDATE_AND_CREATE_SUBSCRIPTIONGROUP = 200
 GET_ALL_SUBSCRIPTIONGROUP_CONFIG = 201
 DELETE_SUBSCRIPTIONGROUP = 207
 DELETE_TOPIC_IN_BROKER = 215
-GET_CONSUMER_RUNNING_INFO = 307
 VIEW_BROKER_STATS_DATA = 315
 GET_ALL_PRODUCER_INFO = 328
 GET_SYSTEM_TOPIC_LIST_FROM_BROKER = 305
@@ -50,8 +49,7 @@ CONSUMER_NOT_ONLINE = 206  # ResponseCode
 CONSUME_MSG_TIMEOUT = 207  # ResponseCode: a consumer that did not answer a forwarded request
 SUBSCRIPTION_GROUP_NOT_EXIST = 26  # ResponseCode
 
-BROKER_VERSION = 409  # MQVersion.CURRENT_VERSION of 4.9.8
-BROKER_VERSION_DESC = "V4_9_8"
+BROKER_VERSION_DESC = "V4_9_8"  # MQVersion.CURRENT_VERSION of 4.9.8 (codes.CURRENT_VERSION)
 
 # TopicValidator (4.9.8)
 VALID_TOPIC = re.compile(r"^[%|a-zA-Z0-9_-]+$")
@@ -203,7 +201,7 @@ def runtime_info(*, stats: BrokerStats, store: MessageStore, now: float, now_ms:
         ("commitLogMinOffset", "0"),
         ("commitLogMaxOffset", str(store.max_physical_offset)),
         ("brokerVersionDesc", BROKER_VERSION_DESC),
-        ("brokerVersion", str(BROKER_VERSION)),
+        ("brokerVersion", str(CURRENT_VERSION)),
         ("msgPutTotalYesterdayMorning", "0"),
         ("msgPutTotalTodayMorning", "0"),
         ("msgPutTotalTodayNow", str(puts)),

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Callable
 import trio
 
 from nameserver import bodies
-from nameserver.protocol import RemotingCommand, ResponseCode, fastjson
+from nameserver.protocol import RemotingCommand, RequestCode, ResponseCode, fastjson
 from nameserver.routes import DataVersion, TopicConfig
 from lab.remoting.epoch import epoch_ms
 
@@ -158,14 +158,14 @@ class AdminProcessor:
             **{code: lambda req, channel: req.response(ResponseCode.SUCCESS) for code in nothing_to_clean},
             **{code: functools.partial(self._acl_refusal, failed, method, params)
                for code, (failed, method, params) in ACL_NPE_REMARKS.items()},
-            admin.UPDATE_AND_CREATE_TOPIC: self.update_and_create_topic,
+            RequestCode.UPDATE_AND_CREATE_TOPIC: self.update_and_create_topic,
             admin.UPDATE_BROKER_CONFIG: self.update_broker_config,
             admin.GET_BROKER_CONFIG: self.get_broker_config,
             **{code: functools.partial(self._validate_slave, handler) for code, handler in (
                 (admin.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, self.update_and_create_subscription_group),
                 (admin.DELETE_SUBSCRIPTIONGROUP, self.delete_subscription_group),
                 (admin.DELETE_TOPIC_IN_BROKER, self.delete_topic))},
-            admin.GET_CONSUMER_RUNNING_INFO: self.get_consumer_running_info,
+            RequestCode.GET_CONSUMER_RUNNING_INFO: self.get_consumer_running_info,
             query_message.QUERY_MESSAGE: lambda req, channel: query_message.query_message(req, broker.store),
             query_message.VIEW_MESSAGE_BY_ID: lambda req, channel: query_message.view_message_by_id(req, broker.store),
             INVOKE_BROKER_TO_RESET_OFFSET: self.reset_offset,

@@ -14,7 +14,6 @@ from .store import MessageStore
 
 QUERY_MESSAGE = 12
 VIEW_MESSAGE_BY_ID = 33
-QUERY_NOT_FOUND = ResponseCode.QUERY_NOT_FOUND
 UNIQUE_MSG_QUERY_FLAG = "_UNIQUE_KEY_QUERY"  # MixAll: the client's isUniqKey, as an extField
 DEFAULT_QUERY_MAX_NUM = 32  # MessageStoreConfig.defaultQueryMaxNum: a unique-key query's maxNum
 MAX_MSGS_NUM_BATCH = 64  # MessageStoreConfig.maxMsgsNumBatch: IndexService caps maxNum with it
@@ -34,7 +33,7 @@ def query_message(req: RemotingCommand, store: MessageStore) -> RemotingCommand:
         header = {"indexLastUpdateTimestamp": last.store_timestamp,
                   "indexLastUpdatePhyoffset": last.commit_log_offset}
     if not records:
-        return req.response(QUERY_NOT_FOUND, "can not find message, maybe time range not correct",
+        return req.response(ResponseCode.QUERY_NOT_FOUND, "can not find message, maybe time range not correct",
                             ext_fields=header)
     return req.response(ResponseCode.SUCCESS, ext_fields=header, body=b"".join(r.data for r in records))
 

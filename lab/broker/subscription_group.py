@@ -64,9 +64,6 @@ class SubscriptionGroupConfig:
             values[f.name] = value
         return cls(name, **values)
 
-    def bean(self) -> Bean:
-        return Bean(dataclasses.asdict(self))
-
 
 class SubscriptionGroupManager:
     def __init__(self, now_ms: int, *, auto_create: bool = True):
@@ -126,6 +123,6 @@ class SubscriptionGroupManager:
 
     def bean(self) -> Bean:
         """SubscriptionGroupManager.encode(): the table (a ConcurrentHashMap(1024)) and its DataVersion."""
-        table = hash_map(((name, config.bean()) for name, config in self.subscription_group_table.items()),
-                         initial_capacity=TABLE_CAPACITY)
+        table = hash_map(((name, Bean(dataclasses.asdict(config)))
+                          for name, config in self.subscription_group_table.items()), initial_capacity=TABLE_CAPACITY)
         return Bean(dataVersion=Bean(data_version_to_wire(self.data_version)), subscriptionGroupTable=table)

@@ -75,7 +75,7 @@ CREATE = {"topic": "NewTopic", "defaultTopic": "TBW102", "readQueueNums": 3, "wr
 async def test_update_topic_creates_it_and_registers_it_at_once_with_a_new_data_version(tcp):
     ns, broker = await cluster(tcp)
     before = broker.broker.topic_config_manager.data_version
-    reply = await tcp.call(broker.address, admin.UPDATE_AND_CREATE_TOPIC, CREATE)
+    reply = await tcp.call(broker.address, RequestCode.UPDATE_AND_CREATE_TOPIC, CREATE)
     assert (reply.code, reply.body) == (ResponseCode.SUCCESS, None)
     # Answered after the registration: the route is there when the reply is.
     queue, = route(tcp, ns, "NewTopic").queue_datas
@@ -84,7 +84,7 @@ async def test_update_topic_creates_it_and_registers_it_at_once_with_a_new_data_
     assert [e["trigger"] for e in tcp.kinds("broker.register")][-1] == "update_topic"
     assert tcp.kinds("broker.topic", topic="NewTopic")[0]["reason"] == "create"
 
-    changed = await tcp.call(broker.address, admin.UPDATE_AND_CREATE_TOPIC,
+    changed = await tcp.call(broker.address, RequestCode.UPDATE_AND_CREATE_TOPIC,
                              {**CREATE, "readQueueNums": 2, "writeQueueNums": 2, "perm": 4})
     assert changed.code == ResponseCode.SUCCESS
     queue, = route(tcp, ns, "NewTopic").queue_datas
@@ -105,14 +105,14 @@ async def test_update_topic_creates_it_and_registers_it_at_once_with_a_new_data_
 ])
 async def test_update_topic_refuses_names_4_9_8_refuses(tcp, topic, remark):
     ns, broker = await cluster(tcp)
-    reply = await tcp.call(broker.address, admin.UPDATE_AND_CREATE_TOPIC, {**CREATE, "topic": topic})
+    reply = await tcp.call(broker.address, RequestCode.UPDATE_AND_CREATE_TOPIC, {**CREATE, "topic": topic})
     assert (reply.code, reply.remark) == (ResponseCode.SYSTEM_ERROR, remark)
 
 
 async def test_update_topic_without_queue_numbers_is_a_system_error(tcp):
     ns, broker = await cluster(tcp)
     header = {k: v for k, v in CREATE.items() if k != "writeQueueNums"}
-    assert (await tcp.call(broker.address, admin.UPDATE_AND_CREATE_TOPIC, header)).code == ResponseCode.SYSTEM_ERROR
+    assert (await tcp.call(broker.address, RequestCode.UPDATE_AND_CREATE_TOPIC, header)).code == ResponseCode.SYSTEM_ERROR
     assert route(tcp, ns, "NewTopic") is None
 
 

@@ -96,7 +96,7 @@ async def test_export_metadata_gets_the_topic_table_with_its_data_version(tcp):
         "topicSysFlag": 0, "writeQueueNums": 4}
     assert "TBW102" in wrapper["topicConfigTable"]
     counter = wrapper["dataVersion"]["counter"]
-    await tcp.call(broker.address, admin.UPDATE_AND_CREATE_TOPIC, {
+    await tcp.call(broker.address, RequestCode.UPDATE_AND_CREATE_TOPIC, {
         "topic": "Fresh", "readQueueNums": 2, "writeQueueNums": 2, "perm": 6, "topicFilterType": "SINGLE_TAG"})
     again = json.loads((await tcp.call(broker.address, admin.GET_ALL_TOPIC_CONFIG)).body)
     assert again["topicConfigTable"]["Fresh"]["writeQueueNums"] == 2
@@ -253,7 +253,7 @@ async def test_consumer_status_gets_the_lab_consumer_s_running_info_through_the_
     client_id = connection["connectionSet"][0]["clientId"]
     assert set(connection["subscriptionTable"]) == {TOPIC, f"%RETRY%{group}"}  # copySubscription's retry topic
 
-    reply = await tcp.call(broker.address, admin.GET_CONSUMER_RUNNING_INFO,
+    reply = await tcp.call(broker.address, RequestCode.GET_CONSUMER_RUNNING_INFO,
                            {"consumerGroup": group, "clientId": client_id, "jstackEnable": "false"})
     assert reply.code == ResponseCode.SUCCESS, reply.remark
     text = reply.body.decode()
@@ -269,7 +269,7 @@ async def test_consumer_status_gets_the_lab_consumer_s_running_info_through_the_
     assert list(info["statusTable"]) == sorted([TOPIC, f"%RETRY%{group}"])
     assert all("commitOffset" in pq for pq in info["mqTable"].values())
 
-    absent = await tcp.call(broker.address, admin.GET_CONSUMER_RUNNING_INFO,
+    absent = await tcp.call(broker.address, RequestCode.GET_CONSUMER_RUNNING_INFO,
                             {"consumerGroup": group, "clientId": "10.9.9.9@nobody", "jstackEnable": "false"})
     assert (absent.code, absent.remark) == (ResponseCode.SYSTEM_ERROR,
                                             f"The Consumer <{group}> <10.9.9.9@nobody> not online")

@@ -84,10 +84,10 @@ async def test_query_msg_by_key_gets_every_message_with_the_key_among_its_keys(t
     newest = await tcp.call(broker.address, qm.QUERY_MESSAGE, {**fields, "maxNum": 1})
     assert [m.body for m in decode_messages(newest.body)] == [b"m2"]  # the index is read from its end
     later = await tcp.call(broker.address, qm.QUERY_MESSAGE, {**fields, "beginTimestamp": last.store_timestamp + 1})
-    assert (later.code, later.remark) == (qm.QUERY_NOT_FOUND, "can not find message, maybe time range not correct")
+    assert (later.code, later.remark) == (ResponseCode.QUERY_NOT_FOUND, "can not find message, maybe time range not correct")
     assert later.field("indexLastUpdateTimestamp") == "0"
     other_topic = await tcp.call(broker.address, qm.QUERY_MESSAGE, {**fields, "topic": "Other"})
-    assert other_topic.code == qm.QUERY_NOT_FOUND
+    assert other_topic.code == ResponseCode.QUERY_NOT_FOUND
 
 
 async def test_query_msg_by_unique_key_uses_the_store_s_default_max_num(tcp):
@@ -108,7 +108,7 @@ async def test_query_msg_trace_by_id_finds_nothing_when_nothing_is_traced(tcp):
     reply = await tcp.call(broker.address, qm.QUERY_MESSAGE, {
         "topic": "RMQ_SYS_TRACE_TOPIC", "key": "AB", "maxNum": 64, "beginTimestamp": 0,
         "endTimestamp": 1_900_000_000_000, qm.UNIQUE_MSG_QUERY_FLAG: "false"})
-    assert (reply.code, reply.remark) == (qm.QUERY_NOT_FOUND, "can not find message, maybe time range not correct")
+    assert (reply.code, reply.remark) == (ResponseCode.QUERY_NOT_FOUND, "can not find message, maybe time range not correct")
 
 
 async def test_query_cq_lists_a_consume_queue_s_entries(tcp):

@@ -139,7 +139,7 @@ async def test_the_keys_update_broker_config_kept_decide_at_the_next_start(tcp, 
     assert restarted.broker.topic_config_manager.select("RMQ_SYS_TRACE_TOPIC") is not None
 
 
-@pytest.mark.parametrize("code", [admin.UPDATE_AND_CREATE_TOPIC, admin.DELETE_TOPIC_IN_BROKER])
+@pytest.mark.parametrize("code", [RequestCode.UPDATE_AND_CREATE_TOPIC, admin.DELETE_TOPIC_IN_BROKER])
 async def test_the_cluster_s_reply_topic_cannot_be_changed_or_deleted(tcp, code):
     ns = await tcp.start_nameserver(port=0)
     broker = await tcp.start_broker()
