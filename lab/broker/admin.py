@@ -150,10 +150,8 @@ def format_runtime(millis: int) -> str:
 
 
 def disk_used_ratio(path) -> float:
-    """UtilAll.getDiskPartitionSpaceUsedPercent: used / (used + usable), rounded up to a whole
-    percent; -1 for a path that does not exist. `used` counts the blocks in use (total − free), and
-    the blocks only root may use are in neither figure: against the total they would count as used
-    (on a disk with a large reserve, 0.70 where 4.9.8 says 0.25). shutil's `free` is the usable space."""
+    """UtilAll.getDiskPartitionSpaceUsedPercent; -1 for a path that does not exist. Not against the
+    total: the blocks only root may use would count as used (0.70 where 4.9.8 says 0.25)."""
     try:
         usage = shutil.disk_usage(path)
     except OSError:
@@ -246,8 +244,7 @@ def by_message_queue(entries: list[tuple[tuple[str, int], Bean]], broker_name: s
 
 
 def topic_stats_table(config: TopicConfig, broker_name: str, store: MessageStore) -> Bean:
-    """TopicStatsTable over the topic's write queues: min and max offset, and the store time of the
-    last message (0 for an empty queue)."""
+    """getTopicStatsInfo's TopicStatsTable, over the topic's write queues."""
     entries = []
     for queue_id in range(config.write_queue_nums):
         min_offset = max(0, store.min_offset(config.topic_name, queue_id))
@@ -271,8 +268,7 @@ def groups_by_topic(store: MessageStore, topic: str) -> list[str]:
 
 
 def _queue_offsets(store: MessageStore, group: str, topic: str, queue_id: int) -> Bean:
-    """OffsetWrapper: the queue's max offset, the group's committed offset (0 if none), and the
-    store time of the last message it consumed (0 if none)."""
+    """OffsetWrapper: brokerOffset, consumerOffset, lastTimestamp (0 where there is none)."""
     broker_offset = max(0, store.max_offset(topic, queue_id))
     consumer_offset = max(0, store.consumer_offsets.get((group, topic, queue_id), -1))
     last = store.store_time(topic, queue_id, consumer_offset - 1) if consumer_offset > 0 else -1
@@ -324,9 +320,8 @@ def connection_set(channels: Mapping[object, ClientChannelInfo]) -> list[Bean]:
 
 
 def consumer_connection(info: ConsumerGroupInfo) -> Bean:
-    """ConsumerConnection: the group's connections (a HashSet keyed by enum identity hashes in Java,
-    so in no reproducible order; here in arrival order), its subscriptionTable by topic, and how it
-    consumes."""
+    """ConsumerConnection; its connectionSet in arrival order, as Java's HashSet order (enum identity
+    hashes) is not reproducible."""
     subscriptions = hash_map((topic, subscription_bean(sub)) for topic, sub in info.subscription_table.items())
     return Bean(connectionSet=connection_set(info.channel_info_table), consumeFromWhere=info.consume_from_where,
                 consumeType=info.consume_type, messageModel=info.message_model, subscriptionTable=subscriptions)
@@ -345,8 +340,7 @@ TOPIC_TABLE_CAPACITY = 2048
 
 
 def all_topic_config(table: Mapping[str, TopicConfig], version: DataVersion) -> Bean:
-    """TopicConfigManager.encode(): {"dataVersion", "topicConfigTable"} — what exportMetadata reads
-    as a TopicConfigSerializeWrapper."""
+    """TopicConfigManager.encode(): what exportMetadata reads as a TopicConfigSerializeWrapper."""
     configs = hash_map(((name, Bean(topic_config_to_wire(config))) for name, config in table.items()),
                        initial_capacity=TOPIC_TABLE_CAPACITY)
     return Bean(dataVersion=Bean(data_version_to_wire(version)), topicConfigTable=configs)
@@ -408,8 +402,7 @@ def broker_stats_data(counts: Mapping[str, int], uptime: float) -> Bean:
 
 def topic_put_counts(store: MessageStore, config: TopicConfig, now_ms: int, boot_ms: int) -> dict[str, int] | None:
     """TOPIC_PUT_NUMS of a topic, from the store: the messages put in each window since this
-    broker's boot (BrokerStatsManager's counters start at boot); None if none was put since, as
-    4.9.8 has no stats item for a topic nobody sent to."""
+    broker's boot (BrokerStatsManager's counters start at boot); None if none was."""
     queues = range(max(config.write_queue_nums, config.read_queue_nums))
 
     def since(ms: int) -> int:
@@ -425,8 +418,7 @@ def topic_put_counts(store: MessageStore, config: TopicConfig, now_ms: int, boot
 
 def producer_table_info(groups: Mapping[str, Mapping[object, ClientChannelInfo]],
                         epoch_ms_of: Callable[[float], int]) -> Bean:
-    """ProducerTableInfo {"data": {group: [ProducerInfo]}}: a HashMap by group; each ProducerInfo's
-    remoteIP is Netty's remoteAddress().toString(), "/ip:port"."""
+    """ProducerTableInfo: a HashMap by group; remoteIP is Netty's remoteAddress().toString()."""
     data = hash_map((group, [Bean(clientId=info.client_id, language=info.language,
                                   lastUpdateTimestamp=epoch_ms_of(info.last_update_timestamp),
                                   remoteIP="/" + channel.remote_addr, version=info.version)

@@ -112,9 +112,7 @@ class AdminProcessor:
 
     def _add_system_topics(self) -> tuple[str, ...]:
         """TopicConfigManager's constructor (4.9.8): the system topics, from the config read at start
-        (broker.properties included), in the table before the broker's first registration, so every
-        NameServer routes them. The names the broker adds to TopicValidator's system topics: its
-        cluster and broker names, and its trace topic's with traceTopicEnable (see check_topic)."""
+        (broker.properties included); the names it adds to TopicValidator's (see check_topic)."""
         broker = self.broker
         config = self.broker_config()
         trace = bool(config["traceTopicEnable"])
@@ -281,9 +279,8 @@ class AdminProcessor:
     # --- config (25, 26) ----------------------------------------------------------------------------
 
     def broker_config(self) -> dict[str, object]:
-        """Every 4.9.8 key: the broker's own values — the lab's [broker] settings under BrokerConfig's
-        names (durations in ms, as Java holds them; NettyServerConfig's *Seconds in s) and the
-        broker's identity — then what UPDATE_BROKER_CONFIG set, over 4.9.8's defaults."""
+        """Every 4.9.8 key: the lab's [broker] settings (durations in ms, *Seconds in s) and the
+        broker's identity, then what UPDATE_BROKER_CONFIG set, over 4.9.8's defaults."""
         broker, config = self.broker, self.broker.config
         values = {f.name: int(round(getattr(config, f.name) * (1 if f.name.endswith("Seconds") else 1000)))
                   if f.metadata.get("duration") else getattr(config, f.name) for f in dataclasses.fields(config)}
@@ -339,10 +336,8 @@ class AdminProcessor:
         return req.response(ResponseCode.SUCCESS)
 
     def apply_config(self, values: dict[str, object]) -> None:
-        """Where a key means something in the lab it changes what this broker does: the lab
-        settings of LIVE_KEYS (on a copy of the config: the lab's config is shared by its brokers),
-        autoCreateSubscriptionGroup; brokerPermission is set by the caller. Every key is kept, so
-        GET_BROKER_CONFIG shows it."""
+        """LIVE_KEYS and autoCreateSubscriptionGroup change what this broker does (LIVE_KEYS on a copy
+        of the config, which the lab's brokers share); brokerPermission is the caller's; every key is kept."""
         broker = self.broker
         lab = {f.name: f for f in dataclasses.fields(broker.config)}
         changes = {}

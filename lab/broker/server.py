@@ -373,11 +373,9 @@ class Broker:
             "queueOffset": results[0].queue_offset, "MSG_REGION": REGION_ID, "TRACE_ON": "true"})
 
     def _refuse_write(self, req: RemotingCommand) -> RemotingCommand | None:
-        """Why this broker takes no messages now, as a reply; None when it does.
-
-        4.9.8 answers NO_PERMISSION only for order topics and otherwise relies on the routes; the
-        lab answers it for every topic, so a producer on a stale route sees the wipe (the seeds'
-        account of broker maintenance)."""
+        """Why this broker takes no messages now, as a reply; None when it does. NO_PERMISSION for
+        every topic, where 4.9.8 answers it for order topics only: a producer on a stale route sees
+        the wipe (the seeds' account of broker maintenance)."""
         if self.is_slave:
             return req.response(ResponseCode.SERVICE_NOT_AVAILABLE,
                                 "service not available now, the message store is in slave mode")

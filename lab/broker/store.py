@@ -165,11 +165,8 @@ class MessageStore:
         return bisect.bisect_left(queue, timestamp, key=lambda r: r.store_timestamp)
 
     def offset_in_queue_by_time(self, topic: str, queue_id: int, timestamp: int) -> int:
-        """ConsumeQueue.getOffsetInQueueByTime, 4.9.8's binary search as it is: a message stored at
-        exactly `timestamp` (whichever the search meets first), else the nearer of the two it ended
-        between (the earlier one on a tie), so a time after every message gives the last message's
-        offset and one before all the first's; 0 for a queue with no message. (4.9.8 first picks
-        the consume-queue file by its last-modified time; a lab queue is one file.)"""
+        """ConsumeQueue.getOffsetInQueueByTime, 4.9.8's binary search as it is (docs/broker-admin.md,
+        222). 4.9.8 first picks the consume-queue file by its last-modified time; a lab queue is one."""
         queue = self._consume_queues.get((topic, queue_id))
         if not queue:
             return 0
@@ -224,10 +221,8 @@ class MessageStore:
         return self._consume_queues.get((topic, queue_id))
 
     def query_message(self, topic: str, key: str, max_num: int, begin: int, end: int) -> list[RecordIndex]:
-        """IndexService.queryOffset + DefaultMessageStore.queryMessage: the newest `max_num` records of
-        `topic` whose UNIQ_KEY or one of whose KEYS (space-separated) is `key`, stored between
-        `begin` and `end` (ms, both included), by commit-log offset. The lab keeps no index file: it
-        reads the log from its end (only when asked, so a run that never queries pays nothing)."""
+        """IndexService.queryOffset + DefaultMessageStore.queryMessage (docs/broker-admin.md, 12). No
+        index file: the log is read from its end when asked, so a run that never queries pays nothing."""
         found: list[RecordIndex] = []
         if max_num <= 0:
             return found
