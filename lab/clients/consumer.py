@@ -27,11 +27,11 @@ from nameserver.protocol import ResponseCode
 from nameserver.routes import MASTER_ID, TopicRouteData
 
 from .api import PullResult
-from .errors import MQBrokerError, MQClientError
+from .errors import ClientFailure, MQBrokerError, MQClientError
 from .instance import MQClientInstance
 from .rebalance import allocate_averagely
 from .route_cache import MessageQueue, subscribe_queues
-from .running_info import CONSUME_THREADS, RETRY_GROUP_TOPIC_PREFIX, consumer_running_info
+from .running_info import CONSUME_THREADS, RETRY_GROUP_TOPIC_PREFIX, consumer_running_info, subscription_data
 
 log = logging.getLogger("lab.clients")
 
@@ -98,50 +98,36 @@ class ProcessQueue:
 class ProcessQueueTable(dict):
     """processQueueTable (MessageQueue -> ProcessQueue) that also knows each topic's queues, in the
     table's own order: a rebalance looks at one topic's queues, and scanning the whole table for
-    each of 2,000 topics cost more than the rest of the rebalance (bench_cluster_scale.py)."""
+    each of 2,000 topics cost more than the rest of the rebalance (bench_cluster_scale.py).
+    Changed only by setting, `pop` and `clear`, each of which tells `on_change` first."""
 
-    def __init__(self):
+    def __init__(self, on_change):
         super().__init__()
         self._by_topic: dict[str, dict[MessageQueue, None]] = {}
-        self.on_change = None  # told before any change
+        self.on_change = on_change
 
-    def of_topic(self, topic: str) -> list[MessageQueue]:
-        return list(self._by_topic.get(topic, ()))
-
-    def assigned(self, topic: str):
+    def of_topic(self, topic: str):
         """The topic's queues, as a set-like view (no copy)."""
         return self._by_topic.get(topic, {}).keys()
 
     def __setitem__(self, mq: MessageQueue, pq: ProcessQueue) -> None:
-        if self.on_change is not None:
-            self.on_change()
+        self.on_change()
         super().__setitem__(mq, pq)
         self._by_topic.setdefault(mq.topic, {})[mq] = None
 
-    def __delitem__(self, mq: MessageQueue) -> None:
-        if self.on_change is not None:
-            self.on_change()
-        super().__delitem__(mq)
-        self._forget(mq)
-
     def pop(self, mq: MessageQueue) -> ProcessQueue:
-        if self.on_change is not None:
-            self.on_change()
+        self.on_change()
         pq = super().pop(mq)
-        self._forget(mq)
-        return pq
-
-    def clear(self) -> None:
-        if self.on_change is not None:
-            self.on_change()
-        super().clear()
-        self._by_topic.clear()
-
-    def _forget(self, mq: MessageQueue) -> None:
         queues = self._by_topic[mq.topic]
         del queues[mq]
         if not queues:
             del self._by_topic[mq.topic]
+        return pq
+
+    def clear(self) -> None:
+        self.on_change()
+        super().clear()
+        self._by_topic.clear()
 
 
 class PendingPull:
@@ -171,17 +157,21 @@ class Consumer:
                                 f"(use {' or '.join(CONSUME_FROM)})")
         self.consumer_group = self.config.consumerGroup
         # A clustering consumer subscribes its group's retry topic too (copySubscription) and
-        # rebalances and pulls it as any other: last, as the lab keeps its topics in order.
+        # rebalances and pulls it as any other: last, as the lab keeps its topics in order. The
+        # retry topic exists once a broker has taken the group's first heartbeat (it creates the
+        # topic then and registers it at once), so a new group's first route fetch of it fails, as
+        # Java's does, and its queues are pulled from the next rebalance on. A lab consumer fails no
+        # message, so it only finds there what other clients sent back (CONSUMER_SEND_MSG_BACK).
         self.retry_topic = RETRY_GROUP_TOPIC_PREFIX + self.consumer_group
         self.topics = [*(t for t in topics if t != self.retry_topic), self.retry_topic]
         sub_version = int(node.now() * 1000)
         self.start_ms = node.now_ms()  # consumerStartTimestamp
-        self.sub_versions = {topic: sub_version for topic in self.topics}
+        self.sub_versions = {topic: sub_version for topic in self.topics}  # what it subscribes to
         self._sub_version_fields = {topic: str(version) for topic, version in self.sub_versions.items()}
         self._pull_batch_size = str(self.config.pullBatchSize)
         self._suspend_timeout_millis = str(round(self.config.brokerSuspendMaxTimeMillis * 1000))
         self.topic_subscribe_info_table: dict[str, list[MessageQueue]] = {}
-        self.process_queue_table = ProcessQueueTable()
+        self.process_queue_table = ProcessQueueTable(self._queues_changed)
         self.pull_from_which_node_table: dict[MessageQueue, int] = {}
         self.offset_store = RemoteBrokerOffsetStore()
         # What the last complete persistAll went by, when it could vouch for every offset it sent:
@@ -194,7 +184,6 @@ class Consumer:
         # From the start of shutdown: a reply that lands while it persists and leaves the group
         # (an offset query, a member list) gives it no queue, as RocketMQ's stopped consume service.
         self.stopping = False
-        self.process_queue_table.on_change = self._queues_changed
 
     # --- life cycle -------------------------------------------------------------------------------
 
@@ -221,20 +210,8 @@ class Consumer:
             "groupName": self.consumer_group, "consumeType": "CONSUME_PASSIVELY",
             "messageModel": "CLUSTERING", "consumeFromWhere": self.config.consumeFromWhere,
             "unitMode": False,
-            "subscriptionDataSet": [
-                {"classFilterMode": False, "codeSet": [], "expressionType": "TAG", "subString": "*",
-                 "subVersion": version, "tagsSet": [], "topic": topic}
-                for topic, version in self.subscriptions().items()],
+            "subscriptionDataSet": [subscription_data(topic, version) for topic, version in self.sub_versions.items()],
         }
-
-    def subscriptions(self) -> dict[str, int]:
-        """topic -> subVersion of what it subscribes to, %RETRY%<group> among them, as a clustering
-        consumer of 4.9.8 adds it (DefaultMQPushConsumerImpl.copySubscription). The retry topic
-        exists once a broker has taken the group's first heartbeat (it creates the topic then and
-        registers it at once), so a new group's first route fetch of it fails, as Java's does, and
-        its queues are pulled from the next rebalance on. A lab consumer fails no message, so it
-        only finds there what other clients sent back (CONSUMER_SEND_MSG_BACK)."""
-        return self.sub_versions
 
     def running_info(self) -> dict:
         """GET_CONSUMER_RUNNING_INFO's answer (lab/clients/running_info.py)."""
@@ -242,7 +219,7 @@ class Consumer:
                     "pullBatchSize": self.config.pullBatchSize, "pullInterval": 0,
                     "consumeThreadMin": CONSUME_THREADS, "consumeThreadMax": CONSUME_THREADS}
         return consumer_running_info(
-            group=self.consumer_group, settings=settings, subscriptions=self.subscriptions(),
+            group=self.consumer_group, settings=settings, subscriptions=self.sub_versions,
             queues=[(tuple(mq), self.offset_store.read_offset(mq)) for mq in self.process_queue_table],
             namesrv_addrs=self.instance.source.addrs, start_ms=self.start_ms)
 
@@ -304,7 +281,7 @@ class Consumer:
         kept = self._kept.get(topic)
         if kept is not None and kept[0] is mq_set and kept[1] is cid_all:
             return True
-        if set(allocate_averagely(self.instance.client_id, mq_set, cid_all)) != self.process_queue_table.assigned(topic):
+        if set(allocate_averagely(self.instance.client_id, mq_set, cid_all)) != self.process_queue_table.of_topic(topic):
             return False
         self._kept[topic] = (mq_set, cid_all)
         return True
@@ -371,7 +348,7 @@ class Consumer:
             return -1
         try:
             return await api.get_max_offset(addr, mq, MAX_OFFSET_TIMEOUT)
-        except (RemotingError, MQClientError, MQBrokerError) as e:
+        except ClientFailure as e:
             log.info("%s: max offset of %s unknown: %s", self.instance.client_id, mq, e)
             return -1
 
@@ -556,7 +533,7 @@ class Consumer:
             if mq.topic == topic and mq in table:
                 pq.drop()
         await self.node.sleep(RESET_OFFSET_PAUSE)
-        for mq in self.process_queue_table.of_topic(topic):
+        for mq in list(self.process_queue_table.of_topic(topic)):
             if mq in table:
                 self.offset_store.update_offset(mq, table[mq], increase_only=False)
                 await self.persist(mq)
@@ -574,4 +551,4 @@ class Consumer:
         self.offset_store.update_offset(mq, next_begin_offset, increase_only=False)
         await self.persist(mq)
         if self.process_queue_table.get(mq) is pq:
-            del self.process_queue_table[mq]
+            self.process_queue_table.pop(mq)
