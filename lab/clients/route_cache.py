@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import random
 import zlib
+from dataclasses import dataclass
 from typing import NamedTuple
 
 from nameserver.protocol.codes import PERM_READ, PERM_WRITE
 from nameserver.routes import MASTER_ID, TopicRouteData
-
-from .errors import NoRouteInfoError
 
 
 class MessageQueue(NamedTuple):
@@ -124,7 +123,6 @@ class TopicPublishInfo:
         without one (pure tests) an RNG seeded from the topic, never an unseeded one."""
         self.topic = topic
         self.topic_route_data = route
-        self.order_topic = bool(route.order_topic_conf)
         self.message_queue_list = publish_queues(topic, route)
         self.send_which_queue = ThreadLocalIndex(rng if rng is not None else random.Random(topic))
 
@@ -149,22 +147,19 @@ def unremarkable_fetch(previous: tuple | None, source: tuple, changed: bool) -> 
     """A good fetch that tells nothing new: the route is the cached one and it came from where the
     topic's previous fetch came from, which was good too. A source is (NameServer address, the
     channel to it): the first fetch after a NameServer restarted, or over a new connection, is news
-    even when the route is the same. `previous` is None after a failure or before any fetch. The
-    event log counts such fetches of a poll round instead of recording each: a client of 2,000
-    topics makes 2,000 of them every 30 s."""
+    even when the route is the same. `previous` is None after a failure or before any fetch."""
     return not changed and previous == source
 
 
+@dataclass
 class RoutePoll:
     """One round of the periodic route poll (updateTopicRouteInfoFromNameServer): when it began,
-    the topics it fetched, and how many of those fetches were unremarkable (no record of their own)."""
+    the topics it fetched, and how many of those fetches were unremarkable. The event log counts
+    those instead of recording each: a client of 2,000 topics makes 2,000 of them every 30 s."""
 
-    __slots__ = ("began", "topics", "unchanged")
-
-    def __init__(self, began: float):
-        self.began = began
-        self.topics = 0
-        self.unchanged = 0
+    began: float
+    topics: int = 0
+    unchanged: int = 0
 
 
 class RouteCache:
@@ -184,13 +179,6 @@ class RouteCache:
         for bd in route.broker_datas:
             self.broker_addr_table[bd.broker_name] = dict(bd.broker_addrs)
         return True
-
-    def route(self, topic: str, reason: str | None = None) -> TopicRouteData:
-        """The last good route; NoRouteInfoError (with `reason`) when there never was one."""
-        route = self.topic_route_table.get(topic)
-        if route is None:
-            raise NoRouteInfoError(topic, reason)
-        return route
 
     def clean_offline_broker(self) -> None:
         """Drop broker addresses that no cached route mentions any more. With nothing changed
