@@ -16,7 +16,7 @@ import trio
 
 from nameserver import bodies
 from nameserver.protocol import RemotingCommand, RequestCode, ResponseCode, fastjson
-from nameserver.routes import DataVersion, TopicConfig
+from nameserver.routes import DataVersion
 from lab.remoting.epoch import epoch_ms
 
 from . import admin, broker_config_keys, query_message, topic_config
@@ -24,7 +24,6 @@ from lab.remoting.message import decode_messages
 from nameserver.java_order import string_hash
 from nameserver.protocol.fastjson import Bean
 from .java_maps import hash_order
-from .topic_config import PERM_RW
 from .subscription_group import SubscriptionGroupConfig, SubscriptionGroupManager
 
 if TYPE_CHECKING:
@@ -209,10 +208,8 @@ class AdminProcessor:
         previous = broker.topic_config_manager.update_topic_config(config, broker.node.now_ms())
         broker.node.emit("broker.topic", topic=topic, queues=config.write_queue_nums, perm=config.perm,
                          reason="update" if previous is not None else "create")
-        if broker.broker_permission & PERM_RW != PERM_RW:  # registered with the broker's permission
-            config = TopicConfig(topic, config.read_queue_nums, config.write_queue_nums, broker.broker_permission)
         broker._services.start_soon(self._answer_after, req, channel, broker.register_broker_all, "update_topic",
-                                    {topic: config})
+                                    broker.topic_config_manager.registered_table(broker.broker_permission, {topic: config}))
         return None
 
     @staticmethod

@@ -126,10 +126,12 @@ class TopicConfigManager:
         self.topic_config_table.update(table)
         self.data_version = data_version
 
-    def registered_table(self, broker_permission: int) -> dict[str, TopicConfig]:
-        """The table a registration carries: a broker that is not read-write gives every topic its
-        own permission (BrokerController.doRegisterBrokerAll)."""
+    def registered_table(self, broker_permission: int,
+                         table: dict[str, TopicConfig] | None = None) -> dict[str, TopicConfig]:
+        """The table a registration carries, the whole one or `table` (registerIncrementBrokerData's):
+        a broker that is not read-write gives every topic its own permission (doRegisterBrokerAll)."""
+        table = self.topic_config_table if table is None else table
         if broker_permission & PERM_RW == PERM_RW:
-            return self.topic_config_table
+            return table
         return {name: TopicConfig(name, tc.read_queue_nums, tc.write_queue_nums, broker_permission)
-                for name, tc in self.topic_config_table.items()}
+                for name, tc in table.items()}
