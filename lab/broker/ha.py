@@ -76,16 +76,13 @@ class HAService:
             return req.response(ResponseCode.SYSTEM_ERROR, f"slave offset {offset} is beyond the master's "
                                 f"commit log ({self.store.max_physical_offset}): the logs diverged")
 
-        def offsets_stale() -> bool:
-            return state.get("syncOffsets", True) and state.get("offsetsVersion") != self.store.consumer_offsets_version
-
         def topics_stale() -> bool:
             return state.get("dataVersion") != list(self.topics.data_version)
 
         def reply() -> RemotingCommand:
             body = {"commitLog": self.store.read_commit_log(offset, HA_TRANSFER_BATCH_SIZE),
                     "masterMaxOffset": self.store.max_physical_offset}
-            if offsets_stale():
+            if state.get("syncOffsets", True) and state.get("offsetsVersion") != self.store.consumer_offsets_version:
                 body["consumerOffsets"] = {"version": self.store.consumer_offsets_version,
                                            "table": self.store.offsets_since(state.get("offsetsVersion"))}
             if topics_stale():

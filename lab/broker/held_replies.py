@@ -14,9 +14,7 @@ from nameserver.protocol import RemotingCommand
 from .long_polling import HeldRequest
 
 if TYPE_CHECKING:
-    from lab.remoting.channels import ClientChannel
-
-    from .server import Broker
+    from .server import Broker, ClientChannel
 
 
 class HeldReply(HeldRequest):
