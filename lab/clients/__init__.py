@@ -2,12 +2,11 @@
 and a clustering push consumer.
 
 Pure decision logic (no trio, `now` passed in):
-    namesrv      NameServer address sources and the sticky choice among them
+    namesrv      NameServer address sources (the address server's reply too) and the sticky choice
     route_cache  last good routes, route -> publish/subscribe queues, broker address lookup
     selection    producer queue choice, retry policy, latency fault tolerance
     rebalance    AllocateMessageQueueAveragely
 trio edges:
-    topaddr      the HTTP address server fetch
     api          MQClientAPIImpl: the wire requests a client sends
     instance     MQClientInstance: channels, route refresh, heartbeats, the periodic tasks
     producer, consumer

@@ -20,6 +20,7 @@ import logging
 import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 import trio
 
@@ -33,10 +34,9 @@ from nameserver.routes import MASTER_ID, TopicRouteData
 from .api import MQClientAPI
 from .decoded import DecodedBodies
 from .errors import ClientFailure, MQBrokerError, NoRouteInfoError, code_name
-from .namesrv import NamesrvSelector, namesrv_source
+from .namesrv import NamesrvSelector, addrs_from_address_server, namesrv_source, parse_http_reply
 from .route_cache import FindBrokerResult, KeyedDraws, MessageQueue, RouteCache, RoutePoll, unremarkable_fetch
 from .running_info import encode
-from .topaddr import fetch_namesrv_addr
 
 if TYPE_CHECKING:
     from .consumer import Consumer
@@ -53,6 +53,7 @@ FETCH_NAMESRV_ADDR_DELAY, FETCH_NAMESRV_ADDR_PERIOD = 10.0, 120.0
 POLL_NAMESERVER_DELAY = 0.01
 HEARTBEAT_DELAY = 1.0
 PERSIST_OFFSET_DELAY = 10.0
+MAX_HTTP_REPLY = 1 << 20  # bytes of the address server's reply read at most
 
 
 class MQClientInstance:
@@ -131,7 +132,23 @@ class MQClientInstance:
     # --- NameServer addresses and routes ------------------------------------------------------------
 
     async def fetch_name_server_addr(self) -> None:
-        addrs = await fetch_namesrv_addr(self.node, self.source.ws_addr, self.config.mqClientApiTimeout)
+        """TopAddressing.fetchNSAddr: GET the address server's URL through the lab's network (so a
+        simulated run can serve it too); a list that differs replaces the NameServers. No answer,
+        or one that is no list, changes nothing."""
+        url = urlsplit(self.source.ws_addr)
+        path = url.path + (f"?{url.query}" if url.query else "")
+        raw = b""
+        with trio.move_on_after(self.config.mqClientApiTimeout) as waited:
+            try:
+                stream = await self.node.network.connect(self.node.name, url.netloc if url.port else f"{url.netloc}:80")
+                async with stream:
+                    await stream.send_all(f"GET {path or '/'} HTTP/1.0\r\nHost: {url.netloc}\r\n"
+                                          "Connection: close\r\n\r\n".encode())
+                    while len(raw) < MAX_HTTP_REPLY and (chunk := await stream.receive_some(65536)):
+                        raw += chunk
+            except (OSError, trio.BrokenResourceError, trio.ClosedResourceError):
+                return
+        addrs = None if waited.cancelled_caught else addrs_from_address_server(*parse_http_reply(raw))
         if addrs and self.api.namesrv.update_addr_list(addrs):
             self.node.emit("client.ns_list", addrs=addrs, url=self.source.ws_addr)
 

@@ -56,6 +56,16 @@ def namesrv_source(namesrv_addr: str | list[str] | None, *, properties: Mapping[
                                      properties.get("rocketmq.namesrv.domain.subgroup", DEFAULT_NAMESRV_SUBGROUP)))
 
 
+def parse_http_reply(raw: bytes) -> tuple[int, bytes]:
+    """(status, body) of an HTTP/1.x reply read to the end of the connection; status 0 when the
+    bytes are not one."""
+    head, _, body = raw.partition(b"\r\n\r\n")
+    parts = head.split(b"\r\n", 1)[0].split(b" ", 2)
+    if len(parts) < 2 or not parts[0].startswith(b"HTTP/") or not parts[1].isdigit():
+        return 0, b""
+    return int(parts[1]), body
+
+
 def addrs_from_address_server(status: int, body: bytes) -> list[str] | None:
     """TopAddressing.fetchNSAddr: a 200 body, trimmed and cut at the first line break, is the
     ';'-separated list; anything else is no answer."""

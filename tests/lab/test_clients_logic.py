@@ -7,7 +7,7 @@ import pytest
 
 from lab.clients.errors import MQBrokerError, MQClientError, NoRouteInfoError, RemotingConnectError
 from lab.clients.namesrv import (
-    NamesrvSelector, addrs_from_address_server, namesrv_source, parse_namesrv_addr, ws_addr,
+    NamesrvSelector, addrs_from_address_server, namesrv_source, parse_http_reply, parse_namesrv_addr, ws_addr,
 )
 from lab.clients.rebalance import allocate_averagely
 from lab.clients.route_cache import (
@@ -15,7 +15,6 @@ from lab.clients.route_cache import (
 from lab.clients.selection import (
     MQFaultStrategy, ThreadLocalIndex, is_retryable, remaining_budget, select_one_message_queue,
 )
-from lab.clients.topaddr import parse_http_reply
 from nameserver.client import RemotingTimeoutError
 from nameserver.routes import BrokerData, QueueData, TopicRouteData
 
