@@ -323,13 +323,12 @@ class AdminProcessor:
         broker = self.broker
         saved = broker.store.config_files.get(BROKER_PROPERTIES_FILE)
         broker.store.save_config(BROKER_PROPERTIES_FILE, {**(saved if isinstance(saved, dict) else {}), **values})
+        broker.node.emit("broker.config", keys=sorted(values))
         if "brokerPermission" in values:
-            broker.node.emit("broker.config", keys=sorted(values))
             broker._services.start_soon(self._answer_after, req, channel, broker.set_permission,
                                         values["brokerPermission"])
             return None
         broker.config_data_version = DataVersion(broker.node.now_ms(), broker.config_data_version.counter + 1)
-        broker.node.emit("broker.config", keys=sorted(values))
         return req.response(ResponseCode.SUCCESS)
 
     def apply_config(self, values: dict[str, object]) -> None:

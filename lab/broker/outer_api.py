@@ -84,10 +84,8 @@ class BrokerOuterAPI:
         start = trio.current_time()
         try:
             reply = await self.channels.invoke(address, command, timeout)
+            outcome = {"ok": reply.code == ResponseCode.SUCCESS, "code": reply.code}
         except RemotingError as e:
-            self.node.emit(kind, ns=address, ok=False, error=str(e),
-                           latency=round(trio.current_time() - start, 6), **fields)
-            return None
-        self.node.emit(kind, ns=address, ok=reply.code == ResponseCode.SUCCESS, code=reply.code,
-                       latency=round(trio.current_time() - start, 6), **fields)
+            reply, outcome = None, {"ok": False, "error": str(e)}
+        self.node.emit(kind, ns=address, **outcome, latency=round(trio.current_time() - start, 6), **fields)
         return reply
