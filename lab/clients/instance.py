@@ -9,9 +9,7 @@ NameServer choice, the route cache, heartbeats to brokers and the periodic tasks
 
 Every route fetch emits `client.route`, but for the periodic poll's fetches that change nothing
 (unremarkable_fetch), which each round's `client.route_poll` counts. The cached route survives any
-failed fetch, so a running client keeps working while every NameServer is down. A new one starts
-(4.9.8's start() needs no NameServer) but has no route: its sends fail with "No route info of this
-topic" until one answers.
+failed fetch (route_cache.py), so a running client keeps working while every NameServer is down.
 """
 
 from __future__ import annotations
@@ -98,7 +96,7 @@ class MQClientInstance:
 
         As in 4.9.8, a client starts whether or not a NameServer answers: one that gets no route
         keeps asking every route poll, and its sends fail meanwhile with "No route info of this
-        topic" (every fetch is a `client.route` record)."""
+        topic"."""
         if self._services is None and self.source.ws_addr:
             await self.fetch_name_server_addr()
         await flow.run(self._fetch_routes(topics))
@@ -162,21 +160,16 @@ class MQClientInstance:
         try:
             fetched = await self.api.get_topic_route_info_from_name_server(topic, self.config.mqClientApiTimeout)
         except ClientFailure as failure:
-            return self._fetched(topic, poll, failure)
-        return self._fetched(topic, poll, fetched)
-
-    def _fetched(self, topic: str, poll: RoutePoll | None,
-                 outcome: TopicRouteData | Exception) -> tuple[TopicRouteData | None, Exception | None]:
-        """What a route fetch came to, taken in: the cache, the members, the record (see _refresh)."""
-        if isinstance(outcome, Exception):
-            failure = outcome
             self._fetched_from.pop(topic, None)
             cached = self.route_cache.topic_route_table.get(topic)
             outcome = ({"code": failure.code} if isinstance(failure, MQBrokerError) else {"error": str(failure)})
             self.node.emit("client.route", topic=topic, source="cache" if cached else None,
                            ns=self.api.namesrv.chosen, ok=False, **outcome)
             return cached, failure
-        fetched = outcome
+        return self._fetched(topic, poll, fetched), None
+
+    def _fetched(self, topic: str, poll: RoutePoll | None, fetched: TopicRouteData) -> TopicRouteData:
+        """A good fetch taken in: the cache, the members, the record (see _refresh)."""
         changed = self.route_cache.update(topic, fetched)
         members = self.producers + self.consumers
         if changed or any(m.needs_route(topic) for m in members):
@@ -189,7 +182,7 @@ class MQClientInstance:
         else:
             self.node.emit("client.route", topic=topic, source="nameserver", ns=ns, ok=True, code=0,
                            changed=changed)
-        return fetched, None
+        return fetched
 
     async def update_topic_route_info_from_name_server(self, topic: str) -> TopicRouteData:
         """The fresh route, else the cached one; NoRouteInfoError when there is neither."""
