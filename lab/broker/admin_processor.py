@@ -208,8 +208,8 @@ class AdminProcessor:
         previous = broker.topic_config_manager.update_topic_config(config, broker.node.now_ms())
         broker.node.emit("broker.topic", topic=topic, queues=config.write_queue_nums, perm=config.perm,
                          reason="update" if previous is not None else "create")
-        broker._services.start_soon(self._answer_after, req, channel, broker.register_broker_all, "update_topic",
-                                    broker.topic_config_manager.registered_table(broker.broker_permission, {topic: config}))
+        table = broker.topic_config_manager.registered_table(broker.broker_permission, {topic: config})
+        broker._services.start_soon(self._answer_after, req, channel, broker.register_broker_all, "update_topic", table)
         return None
 
     @staticmethod
@@ -218,7 +218,7 @@ class AdminProcessor:
         after registerBrokerAll, whatever the NameServers said."""
         await register(*args)
         if not req.is_oneway:
-            channel.send_soon(req.response(ResponseCode.SUCCESS))
+            channel.connection.send_soon(req.response(ResponseCode.SUCCESS))
 
     def delete_topic(self, req: RemotingCommand, channel: ClientChannel) -> RemotingCommand:
         topic = req.require("topic")
@@ -424,7 +424,7 @@ class AdminProcessor:
         self._waiting[key], replies = trio.open_memory_channel(1)
         reply = None
         try:
-            target.send_soon(forward)
+            target.connection.send_soon(forward)
             with trio.move_on_after(CALL_CLIENT_TIMEOUT):
                 reply = await replies.receive()
         finally:
@@ -434,7 +434,7 @@ class AdminProcessor:
         else:
             answer = req.response(admin.CONSUME_MSG_TIMEOUT, f"consumer <{group}> <{client_id}> Timeout: "
                                   f"no answer within {CALL_CLIENT_TIMEOUT:g} s")
-        channel.send_soon(answer)
+        channel.connection.send_soon(answer)
 
     def on_response(self, channel: ClientChannel, reply: RemotingCommand) -> None:
         """A response on a client's connection: to a forwarded call if one waits for it (late or
@@ -508,7 +508,7 @@ class AdminProcessor:
             if client.version < V3_0_7_SNAPSHOT:
                 return req.response(ResponseCode.SYSTEM_ERROR,
                                     f"the client does not support this feature. version={client.version}")
-            target.send_soon(RemotingCommand.request(
+            target.connection.send_soon(RemotingCommand.request(
                 RESET_CONSUMER_CLIENT_OFFSET, {"topic": topic, "group": group, "timestamp": timestamp,
                                                "isForce": "false"},
                 body, oneway=True, serialize_type=target.serialize_type, opaque=next(broker._opaques)))

@@ -39,7 +39,7 @@ class HeldReply(HeldRequest):
         except Exception as e:
             response = self.broker.error_reply(self.req, self.owner, e)
         if not self.req.is_oneway:
-            self.owner.send_soon(response)
+            self.owner.connection.send_soon(response)  # dropped if the connection is gone
 
 
 class ReplyWhenReady(HeldReply):

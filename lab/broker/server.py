@@ -78,10 +78,6 @@ class ClientChannel:
         self.serialize_type = SerializeType.JSON  # of its last heartbeat, for NOTIFY_CONSUMER_IDS_CHANGED
         self.last_activity = now  # trio time of the last request read: the idle close watches it
 
-    def send_soon(self, command: RemotingCommand) -> None:
-        """For replies sent later than their request: dropped if the connection is gone meanwhile."""
-        self.connection.send_soon(command)
-
     def close(self, reason: str | None = None) -> None:
         if reason is not None and not self.scope.cancel_called:
             log.info("closing connection from %s: %s", self.remote_addr, reason)
@@ -596,7 +592,7 @@ class Broker:
             notify = RemotingCommand.request(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, {"consumerGroup": group},
                                              oneway=True, serialize_type=channel.serialize_type,
                                              opaque=next(self._opaques))
-            channel.send_soon(notify)
+            channel.connection.send_soon(notify)
 
     async def _close_idle_channels(self) -> None:
         """NettyRemotingServer's idle close, as the NameServer's (nameserver/connection.py): a

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from lab.broker.server import ClientChannel
+from lab.broker.held_replies import HeldReply
 from lab.clients.consumer import Consumer
 from lab.clients.producer import Producer
 from lab.config import LabConfig
@@ -42,7 +42,7 @@ CASES = {  # class, method, the one node it raises on (None: every broker — th
     "producer send flow": (Producer, "_attempt", "producer-0", lambda p: p.node.name == "producer-0"),
     # HAClient's flow, resumed by each transfer's reply callback, applies each reply there
     "slave replication flow": (HAClient, "_apply", "broker-a-1", lambda h: h.node.name == "broker-a-1"),
-    "broker held request answer": (ClientChannel, "send_soon", None, lambda c: True),
+    "broker held request answer": (HeldReply, "answer", None, lambda r: True),
 }
 
 
