@@ -19,11 +19,13 @@ import re
 
 import trio
 
+from lab.broker.java_maps import hash_map
 from lab.remoting.flow import in_task
 from lab.remoting.message import MessageFormatError, decode_messages, offset_msg_id
 from lab.remoting.channels import Node
 from nameserver.client import RemotingError
 from nameserver.protocol import ResponseCode
+from nameserver.protocol.fastjson import Bean, JMap
 from nameserver.routes import MASTER_ID, TopicRouteData
 
 from .api import PullResult
@@ -31,7 +33,6 @@ from .errors import ClientFailure, MQBrokerError, MQClientError
 from .instance import MQClientInstance
 from .rebalance import allocate_averagely
 from .route_cache import MessageQueue, subscribe_queues
-from .running_info import CONSUME_THREADS, RETRY_GROUP_TOPIC_PREFIX, consumer_running_info, subscription_data
 
 log = logging.getLogger("lab.clients")
 
@@ -47,6 +48,9 @@ RESET_OFFSET_PAUSE = 10.0  # s: MQClientInstance.resetOffset sleeps this long be
 # A ResetOffsetBody's entries: fastjson writes each MessageQueue key as a JSON object.
 RESET_ENTRY = re.compile(r'\{"brokerName":"([^"]*)","queueId":(\d+),"topic":"([^"]*)"\}:(-?\d+)')
 CONSUME_FROM = ("CONSUME_FROM_LAST_OFFSET", "CONSUME_FROM_FIRST_OFFSET")
+RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
+CLIENT_VERSION = "V4_9_8"
+CONSUME_THREADS = 20  # DefaultMQPushConsumer.consumeThreadMin: PROP_THREADPOOL_CORE_SIZE
 SENT = object()  # _pull's word for a pull that is out
 PULL_SYS_FLAGS = (str(FLAG_SUSPEND), str(FLAG_SUSPEND | FLAG_COMMIT_OFFSET))  # by whether it commits
 QUEUE_IDS = tuple(str(i) for i in range(1024))  # queue ids as header fields, made once
@@ -54,6 +58,20 @@ QUEUE_IDS = tuple(str(i) for i in range(1024))  # queue ids as header fields, ma
 
 def queue_id_field(queue_id: int) -> str:
     return QUEUE_IDS[queue_id] if 0 <= queue_id < len(QUEUE_IDS) else str(queue_id)
+
+
+def subscription_data(topic: str, sub_version: int) -> Bean:
+    """FilterAPI.buildSubscriptionData(topic, "*")."""
+    return Bean(classFilterMode=False, codeSet=[], expressionType="TAG", subString="*", subVersion=sub_version,
+                tagsSet=[], topic=topic)
+
+
+def process_queue_info(commit_offset: int) -> Bean:
+    return Bean(cachedMsgCount=0, cachedMsgMaxOffset=0, cachedMsgMinOffset=0, cachedMsgSizeInMiB=0,
+                commitOffset=commit_offset, consumeFailedMsgs=0, consumeFailedTPS=0.0, consumeOKTPS=0.0,
+                consumeRT=0.0, droped=False, lastConsumeTimestamp=0, lastLockTimestamp=0,
+                lastPullTimestamp=0, locked=False, pullRT=0.0, pullTPS=0.0, transactionMsgCount=0,
+                transactionMsgMaxOffset=0, transactionMsgMinOffset=0, tryUnlockTimes=0)
 
 
 class RemoteBrokerOffsetStore:
@@ -213,15 +231,32 @@ class Consumer:
             "subscriptionDataSet": [subscription_data(topic, version) for topic, version in self.sub_versions.items()],
         }
 
-    def running_info(self) -> dict:
-        """GET_CONSUMER_RUNNING_INFO's answer (lab/clients/running_info.py)."""
-        settings = {"messageModel": "CLUSTERING", "consumeFromWhere": self.config.consumeFromWhere,
-                    "pullBatchSize": self.config.pullBatchSize, "pullInterval": 0,
-                    "consumeThreadMin": CONSUME_THREADS, "consumeThreadMax": CONSUME_THREADS}
-        return consumer_running_info(
-            group=self.consumer_group, settings=settings, subscriptions=self.sub_versions,
-            queues=[(tuple(mq), self.offset_store.read_offset(mq)) for mq in self.process_queue_table],
-            namesrv_addrs=self.instance.source.addrs, start_ms=self.start_ms)
+    def running_info(self) -> Bean:
+        """consumerRunningInfo: what the consumer says of itself when a broker forwards mqadmin's
+        GET_CONSUMER_RUNNING_INFO (consumerStatus) to it, as a bean for fastjson's text.
+
+        Java's body: `properties` (the consumer's settings, and the PROP_* keys consumerStatus
+        reads), `subscriptionSet` (a TreeSet ordered by "topic@subString"), `mqTable` (a TreeMap of
+        MessageQueue -> ProcessQueueInfo, keys written as JSON objects) and `statusTable` (a TreeMap
+        of topic -> ConsumeStatus). A lab consumer hands each pulled message over at once, so it
+        caches none, and it keeps no timings: ProcessQueueInfo's cache figures and ConsumeStatus's
+        rates are 0."""
+        properties = {"messageModel": "CLUSTERING", "consumeFromWhere": self.config.consumeFromWhere,
+                      "pullBatchSize": str(self.config.pullBatchSize), "pullInterval": "0",
+                      "consumeThreadMin": str(CONSUME_THREADS), "consumeThreadMax": str(CONSUME_THREADS),
+                      "consumerGroup": self.consumer_group, "PROP_CONSUMEORDERLY": "false",
+                      "PROP_THREADPOOL_CORE_SIZE": str(CONSUME_THREADS),
+                      "PROP_CONSUMER_START_TIMESTAMP": str(self.start_ms),
+                      "PROP_NAMESERVER_ADDR": "".join(f"{addr};" for addr in self.instance.source.addrs),
+                      "PROP_CONSUME_TYPE": "CONSUME_PASSIVELY", "PROP_CLIENT_VERSION": CLIENT_VERSION}
+        subs = sorted(self.sub_versions.items(), key=lambda s: f"{s[0]}@*")  # SubscriptionData.compareTo
+        mq_table = JMap((Bean(brokerName=mq.broker_name, queueId=mq.queue_id, topic=mq.topic),
+                         process_queue_info(self.offset_store.read_offset(mq)))
+                        for mq in sorted(self.process_queue_table))  # MessageQueue.compareTo
+        status = JMap((topic, Bean(consumeFailedMsgs=0, consumeFailedTPS=0.0, consumeOKTPS=0.0, consumeRT=0.0,
+                                   pullRT=0.0, pullTPS=0.0)) for topic, _ in subs)
+        return Bean(mqTable=mq_table, properties=hash_map(properties.items()),
+                    statusTable=JMap(sorted(status)), subscriptionSet=[subscription_data(t, v) for t, v in subs])
 
     # --- routes -------------------------------------------------------------------------------------
 

@@ -27,6 +27,7 @@ from lab.remoting import flow
 from nameserver import bodies
 from nameserver.client import RemotingError
 from nameserver.protocol import RemotingCommand, RequestCode, ResponseCode
+from nameserver.protocol.fastjson import encode
 from nameserver.routes import MASTER_ID, TopicRouteData
 
 from .api import MQClientAPI
@@ -34,7 +35,6 @@ from .decoded import DecodedBodies
 from .errors import ClientFailure, MQBrokerError, NoRouteInfoError, code_name
 from .namesrv import NamesrvSelector, addrs_from_address_server, namesrv_source, parse_http_reply
 from .route_cache import FindBrokerResult, KeyedDraws, MessageQueue, RouteCache, RoutePoll, unremarkable_fetch
-from .running_info import encode
 
 if TYPE_CHECKING:
     from .consumer import Consumer
