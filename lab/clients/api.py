@@ -171,24 +171,23 @@ class MQClientAPI:
                 return addr
             raise RemotingConnectError(f"cannot reach any NameServer of {self.namesrv.addr_list}")
 
-    async def invoke(self, addr: str | None, command: RemotingCommand, timeout: float) -> RemotingCommand:
-        """addr None: the chosen NameServer. A connect first counts against `timeout`."""
-        if addr is None or not self.channels.is_connected(addr):
-            begin = trio.current_time()
-            if addr is None:
-                addr = await self._namesrv_channel()
-            else:
-                await self.connect(addr)
-            left = timeout - (trio.current_time() - begin)
-            if left <= 0:
-                raise RemotingTimeoutError(f"invokeSync call timeout: connecting to {addr} took the whole {timeout:g} s")
-            timeout = left
-        return await self.channels.invoke(addr, command, timeout)
-
     async def _call(self, addr: str | None, command: RemotingCommand, timeout: float,
                     reply: _AsyncReply | None = None):
-        """What `reply` reads of the answer to `command`; by default, that it succeeded."""
-        response = await self.invoke(addr, command, timeout)
+        """invokeSync to `addr` (None: the chosen NameServer), a connect first counting against
+        `timeout`: what `reply` reads of the answer; by default, that it succeeded."""
+        target = addr
+        if target is None or not self.channels.is_connected(target):
+            begin = trio.current_time()
+            if target is None:
+                target = await self._namesrv_channel()
+            else:
+                await self.connect(target)
+            left = timeout - (trio.current_time() - begin)
+            if left <= 0:
+                raise RemotingTimeoutError(f"invokeSync call timeout: connecting to {target} took the whole "
+                                           f"{timeout:g} s")
+            timeout = left
+        response = await self.channels.invoke(target, command, timeout)
         return (reply or _AsyncReply(command.code, addr)).result(response)
 
     def _step(self, addr: str | None, command: RemotingCommand, timeout: float, reply: _AsyncReply) -> Step:
