@@ -16,7 +16,7 @@ from __future__ import annotations
 import enum
 import functools
 from dataclasses import dataclass, field
-from typing import NamedTuple, Protocol
+from typing import NamedTuple
 
 from nameserver import bodies
 
@@ -166,13 +166,10 @@ class ConsumerGroupEvent(enum.Enum):
     REGISTER = "REGISTER"  # a member's heartbeat: (its subscriptions)
 
 
-class ConsumerIdsChangeListener(Protocol):
-    """Who hears what happens to the consumer groups (4.9.8's ConsumerIdsChangeListener)."""
+class ConsumerIdsChangeListener:
+    """Who hears what happens to the consumer groups (4.9.8's ConsumerIdsChangeListener); this one,
+    a ConsumerManager's without a listener, tells no one."""
 
-    def handle(self, event: ConsumerGroupEvent, group: str, *args) -> None: ...
-
-
-class _NoListener:
     def handle(self, event: ConsumerGroupEvent, group: str, *args) -> None:
         pass
 
@@ -181,7 +178,7 @@ class ConsumerManager:
     def __init__(self, consumer_ids_change_listener: ConsumerIdsChangeListener | None = None,
                  channel_expired_timeout: float = CHANNEL_EXPIRED_TIMEOUT):
         """`consumer_ids_change_listener`: told what happens to the groups (none: no one is)."""
-        self.consumer_ids_change_listener = consumer_ids_change_listener or _NoListener()
+        self.consumer_ids_change_listener = consumer_ids_change_listener or ConsumerIdsChangeListener()
         self.channel_expired_timeout = channel_expired_timeout
         self.consumer_table: dict[str, ConsumerGroupInfo] = {}
 
