@@ -48,13 +48,11 @@ class BrokerOuterAPI:
         `same_body`: a key under which the body is the same as the last with that key (the whole
         table under one DataVersion and permission): encoding 2,000 topic configs every 30 s was
         most of a large broker's registration."""
-        key = (same_body, compressed) if same_body is not None else None
-        if key is not None and self._body is not None and self._body[0] == key:
-            body = self._body[1]
-        else:
-            body = encode_register_body(topic_config_table, data_version, [], LAB_SERIALIZE_TYPE,
-                                        compressed=compressed)
-            self._body = (key, body) if key is not None else None
+        key = (same_body, compressed)
+        if same_body is None or self._body is None or self._body[0] != key:
+            self._body = (key, encode_register_body(topic_config_table, data_version, [], LAB_SERIALIZE_TYPE,
+                                                    compressed=compressed))
+        body = self._body[1]
         header = {"brokerAddr": broker.broker_addr, "brokerName": broker.broker_name,
                   "clusterName": broker.cluster_name, "haServerAddr": broker.ha_server_addr,
                   "brokerId": broker.broker_id, "compressed": compressed, "bodyCrc32": crc32(body)}
