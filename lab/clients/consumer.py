@@ -4,9 +4,9 @@ RemoteBrokerOffsetStore — 4.9.8), consuming every message as it arrives.
 The group splits each topic's queues (rebalance.allocate_averagely over the consumer ids one broker
 reports) every rebalanceInterval and whenever a broker says the group changed. Each assigned queue
 is pulled one long-polled request after another, each sent from the callback of the reply before
-(PullCallback), from the broker id that reply suggested, from a slave when the master is gone; a
-task runs for a queue only while something must wait. Offsets live in memory and go to the broker oneway every
-persistConsumerOffsetInterval, and when a queue moves to another member.
+(PullCallback), from the broker id that reply suggested, from a slave when the master is gone.
+Offsets live in memory and go to the broker oneway every persistConsumerOffsetInterval, and when a
+queue moves to another member.
 
 Events: `consumer.rebalance` when a topic's assignment changes, `consumer.consume` per message,
 `consumer.offset_moved` when a broker says the offset is out of range.
@@ -162,7 +162,16 @@ class PendingPull:
         self.consumer._on_pulled(self.mq, self.pq, self.addr, result)
 
     def would_pull_again(self) -> bool:
-        return self.consumer._would_pull_again(self.mq, self.pq, self.addr, self.commit_offset)
+        """Whether an empty answer (PULL_NOT_FOUND, which suggests the master, nextBeginOffset the
+        offset asked for) would leave everything as it is — the offset table too — and send the
+        same pull, with the same commit, to the same broker."""
+        consumer, mq, pq = self.consumer, self.mq, self.pq
+        offset = consumer.offset_store.read_offset(mq)
+        if (pq.dropped or offset != self.commit_offset or offset < pq.next_offset
+                or consumer.pull_from_which_node_table.get(mq, MASTER_ID) != MASTER_ID):
+            return False
+        found = consumer.instance.route_cache.find_broker_address_in_subscribe(mq.broker_name, MASTER_ID, False)
+        return found is not None and found.broker_addr == self.addr
 
 
 class Consumer:
@@ -535,17 +544,6 @@ class Consumer:
         trouble = self._pull(mq, pq)
         if trouble is not SENT:
             self._pull_task(mq, pq, trouble)
-
-    def _would_pull_again(self, mq: MessageQueue, pq: ProcessQueue, addr: str, commit_offset: int) -> bool:
-        """Whether an empty answer to the pull out for `mq` at `addr` (PULL_NOT_FOUND, which
-        suggests the master, nextBeginOffset the offset asked for) would leave everything as it
-        is — the offset table too — and send the same pull, with the same commit, to `addr`."""
-        offset = self.offset_store.read_offset(mq)
-        if (pq.dropped or offset != commit_offset or offset < pq.next_offset
-                or self.pull_from_which_node_table.get(mq, MASTER_ID) != MASTER_ID):
-            return False
-        found = self.instance.route_cache.find_broker_address_in_subscribe(mq.broker_name, MASTER_ID, False)
-        return found is not None and found.broker_addr == addr
 
     def _consume(self, mq: MessageQueue, addr: str, result: PullResult) -> None:
         """Hand every message on: here, to the event log."""

@@ -36,7 +36,7 @@ from .selection import MQFaultStrategy, is_retryable, remaining_budget
 
 @dataclass
 class SendStats:
-    """What the TUI shows per producer."""
+    """A producer's counts of messages and attempts."""
 
     ok: int = 0  # messages stored
     failed: int = 0  # messages given up
@@ -90,8 +90,7 @@ class Producer:
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         """Start, then send to the topics in turn at `rate` messages per second until cancelled.
-        A send that blocks (a 3 s timeout) delays the ones after it; they do not bunch up after.
-        Each send is a Flow started by a timer: no task wakes for a message."""
+        A send that blocks (a 3 s timeout) delays the ones after it; they do not bunch up after."""
         await self.start()
         task_status.started()
         loop = _RateLoop(self)
@@ -138,8 +137,7 @@ class Producer:
         return await flow.run(self.send_default_impl(topic, body))
 
     async def send_default_impl(self, topic: str, body: bytes) -> SendResult:
-        """sendDefaultImpl: an attempt, and after a retryable failure the next, on another broker,
-        while the sendMsgTimeout budget lasts. A Flow's (each reply resumes it) or a task's."""
+        """sendDefaultImpl (see the module's doc), a Flow's (each reply resumes it) or a task's."""
         now = self.node.now
         begin_first = now()
         msg_id = self.id_setter.create_uniq_id(begin_first)
