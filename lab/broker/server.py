@@ -278,8 +278,7 @@ class Broker:
             name = f"{prefix}{i:06d}"
             table.setdefault(name, TopicConfig(name, 8, 8, PERM_RW))
         self.topic_config_manager.next_version(self.node.now_ms())
-        self.node.emit("broker.topic", topic=f"{prefix}*", queues=8, perm=PERM_RW, reason=f"grow {count}")
-        self._topics_changed.set()
+        self._topic_created(TopicConfig(f"{prefix}*", 8, 8, PERM_RW), f"grow {count}")
 
     # --- connections ------------------------------------------------------------------------------
 
@@ -494,12 +493,9 @@ class Broker:
         """A long-polled pull to hold (PullRequestHoldService.suspendPullRequest's PullRequest)."""
         return SuspendedPull(self, req, channel, topic, queue_id, offset, timeout, check_interval)
 
-    def _hold_until(self, req: RemotingCommand, channel: ClientChannel, key, ready: Callable[[], bool],
-                    timeout: float, reply: Callable[[], RemotingCommand]) -> None:
-        self.hold_service.hold(ReplyWhenReady(self, req, channel, key, LONG_POLLING_CHECK_INTERVAL, ready, reply), timeout)
-
     def _ha_transfer(self, req: RemotingCommand, channel: ClientChannel) -> RemotingCommand | None:
-        return self.ha_service.transfer(req, functools.partial(self._hold_until, req, channel))
+        return self.ha_service.transfer(req, lambda key, ready, timeout, reply: self.hold_service.hold(
+            ReplyWhenReady(self, req, channel, key, LONG_POLLING_CHECK_INTERVAL, ready, reply), timeout))
 
     # --- offsets ----------------------------------------------------------------------------------
 
