@@ -90,15 +90,41 @@ class Producer:
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         """Start, then send to the topics in turn at `rate` messages per second until cancelled.
-        A send that blocks (a 3 s timeout) delays the ones after it; they do not bunch up after."""
+        Each send is a Flow that a timer starts the moment the one before is done and its interval
+        has passed, so no task wakes for a message. A send that blocks (a 3 s timeout) delays the
+        ones after it; they do not bunch up after."""
         await self.start()
         task_status.started()
-        loop = _RateLoop(self)
+        interval, call_at, count = 1.0 / self.config.rate, timer_source(), itertools.count()
+        next_send = self.node.now() + self.node.phase * interval
+        sending: flow.Flow | None = None
+
+        def send_next() -> None:
+            nonlocal sending
+            if self.node.pause.defer(send_next):
+                return  # frozen: the send that came due goes out on resume
+            i = next(count)
+            try:  # a timer runs it, where no task of the producer's could catch what it raises
+                sending = flow.Flow(self.send_default_impl(self.topics[i % len(self.topics)], self.payload(i)), sent)
+                sending.start()
+            except Exception as e:
+                self.node.fail(e)
+
+        def sent(_: object, error: BaseException | None) -> None:
+            nonlocal next_send, timer
+            if error is not None and not isinstance(error, ClientFailure):  # a failed send is recorded already
+                self.node.fail(error)
+                return
+            next_send = max(next_send + interval, self.node.now())
+            timer = call_at(next_send, send_next)
+
+        timer = call_at(next_send, send_next)
         try:
-            loop.timer = loop.call_at(loop.next_send, loop.send_next)
             await trio.sleep_forever()
         finally:
-            loop.stop()
+            if sending is not None:
+                sending.give_up()
+            Timers.cancel(timer)
 
     async def shutdown(self) -> None:
         self.instance.producers.remove(self)
@@ -195,41 +221,3 @@ class Producer:
     def _failed(self, msg_id: str, topic: str, attempts: int, error: str) -> None:
         self.node.emit("producer.failed", msg_id=msg_id, topic=topic, attempts=attempts, error=error)
         self.stats.failed += 1
-
-
-class _RateLoop:
-    """run()'s sends: each the moment the one before is done and its interval has passed, by a
-    timer — no task wakes for a message."""
-
-    def __init__(self, producer: Producer):
-        self.producer = producer
-        self.interval = 1.0 / producer.config.rate
-        self.call_at = timer_source()
-        self.next_send = producer.node.now() + producer.node.phase * self.interval
-        self.count = itertools.count()
-        self.sending: flow.Flow | None = None
-        self.timer: list | None = None
-
-    def send_next(self) -> None:
-        p = self.producer
-        if p.node.pause.defer(self.send_next):
-            return  # frozen: the send that came due goes out on resume
-        i = next(self.count)
-        try:  # a timer runs it, where no task of the producer's could catch what it raises
-            self.sending = flow.Flow(p.send_default_impl(p.topics[i % len(p.topics)], p.payload(i)), self._sent)
-            self.sending.start()
-        except Exception as e:
-            p.node.fail(e)
-
-    def _sent(self, _: object, error: BaseException | None) -> None:
-        if error is not None and not isinstance(error, ClientFailure):  # a failed send is recorded already
-            self.producer.node.fail(error)
-            return
-        self.next_send = max(self.next_send + self.interval, self.producer.node.now())
-        self.timer = self.call_at(self.next_send, self.send_next)
-
-    def stop(self) -> None:
-        if self.sending is not None:
-            self.sending.give_up()
-        if self.timer is not None:
-            Timers.cancel(self.timer)
