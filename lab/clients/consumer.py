@@ -311,8 +311,7 @@ class Consumer:
                            consumers=len(cid_all))
 
     def consumer_list_broker(self, topic: str) -> str | None:
-        """The broker this round asks for the topic's member list (MQClientInstance.consumer_list_broker):
-        asked again within the round, the same one while the route stays as it is."""
+        """The broker this round asks for the topic's members (MQClientInstance.consumer_list_broker)."""
         return self.instance.consumer_list_broker(topic, self._round_key())
 
     def _round_key(self) -> str:

@@ -36,17 +36,14 @@ class MQBrokerError(Exception):
 ClientFailure = (RemotingError, MQClientError, MQBrokerError)
 
 
-def code_name(code: int) -> str | int:
-    try:
-        return ResponseCode(code).name
-    except ValueError:
-        return code
-
-
 def error_name(error: BaseException) -> str | int:
-    """What an attempt's `result` says: the Java exception class, or the broker's response code."""
+    """What an attempt's `result` says: the Java exception class, or the broker's response code
+    (its name when the lab knows it)."""
     if isinstance(error, MQBrokerError):
-        return code_name(error.code)
+        try:
+            return ResponseCode(error.code).name
+        except ValueError:
+            return error.code
     if isinstance(error, RemotingConnectError):
         return "RemotingConnectException"
     if isinstance(error, RemotingTimeoutError):

@@ -32,7 +32,7 @@ from nameserver.routes import MASTER_ID, TopicRouteData
 
 from .api import MQClientAPI
 from .decoded import DecodedBodies
-from .errors import ClientFailure, MQBrokerError, NoRouteInfoError, code_name
+from .errors import ClientFailure, MQBrokerError, NoRouteInfoError, error_name
 from .namesrv import NamesrvSelector, addrs_from_address_server, namesrv_source, parse_http_reply
 from .route_cache import FindBrokerResult, KeyedDraws, MessageQueue, RouteCache, RoutePoll, unremarkable_fetch
 
@@ -188,7 +188,7 @@ class MQClientInstance:
         """The fresh route, else the cached one; NoRouteInfoError when there is neither."""
         route, failure = await self._refresh(topic)
         if route is None:
-            reason = (f"{code_name(failure.code)} from NameServer {self.api.namesrv.chosen}"
+            reason = (f"{error_name(failure)} from NameServer {self.api.namesrv.chosen}"
                       if isinstance(failure, MQBrokerError) else str(failure))
             raise NoRouteInfoError(topic, reason) from failure
         return route
@@ -300,9 +300,7 @@ class MQClientInstance:
     # --- consumers ------------------------------------------------------------------------------------
 
     def _process_request(self, command: RemotingCommand) -> RemotingCommand | None:
-        """Requests brokers send to the client (ClientRemotingProcessor): NOTIFY_CONSUMER_IDS_CHANGED,
-        GET_CONSUMER_RUNNING_INFO and CONSUME_MESSAGE_DIRECTLY, which are answered, and
-        RESET_CONSUMER_CLIENT_OFFSET; any other code is ignored."""
+        """Requests brokers send to the client (ClientRemotingProcessor); any other code is ignored."""
         if command.code == RequestCode.NOTIFY_CONSUMER_IDS_CHANGED:
             self.rebalance_immediately()
             return None
