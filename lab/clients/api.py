@@ -262,9 +262,8 @@ class MQClientAPI:
         return self._step(addr, request(code, _queue_fields(mq)), timeout, _AsyncReply(code, addr, _offset))
 
     async def update_consumer_offset_oneway(self, addr: str, group: str, mq: MessageQueue, offset: int) -> None:
-        await self.invoke_oneway(addr, RequestCode.UPDATE_CONSUMER_OFFSET, {
-            "consumerGroup": group, "topic": mq.topic, "queueId": mq.queue_id, "commitOffset": offset,
-            "bname": mq.broker_name})
+        await self.invoke_oneway(addr, RequestCode.UPDATE_CONSUMER_OFFSET,
+                                 {"consumerGroup": group, **_queue_fields(mq), "commitOffset": offset})
 
     # --- broker: both -----------------------------------------------------------------------------
 

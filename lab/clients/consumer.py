@@ -355,9 +355,7 @@ class Consumer:
         if next_offset < 0 or self.stopping:
             return False
         pq = self.process_queue_table[mq] = ProcessQueue(next_offset)
-        trouble = self._pull(mq, pq)
-        if trouble is not SENT:
-            self._pull_task(mq, pq, trouble)
+        self._pull_task(mq, pq, self._pull(mq, pq))
         return True
 
     # --- offsets --------------------------------------------------------------------------------------
@@ -453,9 +451,10 @@ class Consumer:
 
     # --- pulling --------------------------------------------------------------------------------------
 
-    def _pull_task(self, mq: MessageQueue, pq: ProcessQueue, trouble: object = None) -> None:
-        """A task for what the pull chain cannot do in a callback (see _pull_loop)."""
-        if not pq.dropped:
+    def _pull_task(self, mq: MessageQueue, pq: ProcessQueue, trouble: object) -> None:
+        """A task for what the pull chain cannot do in a callback (see _pull_loop): none when the
+        pull went out (`trouble` is SENT, _pull's word) or the queue was taken away."""
+        if trouble is not SENT and not pq.dropped:
             self.instance.nursery.start_soon(self._pull_loop, mq, pq, trouble)
 
     async def _pull_loop(self, mq: MessageQueue, pq: ProcessQueue, trouble: object = None) -> None:
@@ -540,9 +539,7 @@ class Consumer:
         # Everything below nextBeginOffset is consumed (or filtered out): that is the offset.
         pq.next_offset = result.next_begin_offset
         self.offset_store.update_offset(mq, pq.next_offset, increase_only=True)
-        trouble = self._pull(mq, pq)
-        if trouble is not SENT:
-            self._pull_task(mq, pq, trouble)
+        self._pull_task(mq, pq, self._pull(mq, pq))  # executePullRequestImmediately
 
     def _consume(self, mq: MessageQueue, addr: str, result: PullResult) -> None:
         """Hand every message on: here, to the event log."""

@@ -61,10 +61,9 @@ class MQClientInstance:
     def __init__(self, node: Node, namesrv_addrs: str | list[str] | None, nursery: trio.Nursery, *,
                  properties: Mapping[str, str] | None = None, env: Mapping[str, str] | None = None,
                  decoded: DecodedBodies | None = None):
-        """namesrv_addrs: 'a:9876;b:9876', a list, or None to look at `properties`
-        (rocketmq.namesrv.addr, rocketmq.namesrv.domain), then NAMESRV_ADDR in `env` (default:
-        the process environment), then the HTTP address server. `decoded`: the run's shared
-        decoded bodies (lab/clients/decoded.py), the instance's own by default."""
+        """namesrv_addrs ('a:9876;b:9876', a list or None), `properties` (Java's system properties) and
+        `env` (default: the process environment): where the NameServers come from (namesrv.py).
+        `decoded`: the run's shared decoded bodies (lab/clients/decoded.py), its own by default."""
         self.node = node
         self.config = node.config.client
         self.client_id = f"{CLIENT_IP}@{node.name}"
