@@ -79,20 +79,17 @@ class RemoteBrokerOffsetStore:
 
     def __init__(self):
         self.offset_table: dict[MessageQueue, int] = {}
-        self.changed: dict[MessageQueue, None] = {}  # set since the last persist, in order
 
     def update_offset(self, mq: MessageQueue, offset: int, increase_only: bool) -> None:
         old = self.offset_table.get(mq, -1)
         if offset != old and (not increase_only or offset > old):
             self.offset_table[mq] = offset
-            self.changed[mq] = None
 
     def read_offset(self, mq: MessageQueue) -> int:
         return self.offset_table.get(mq, -1)
 
     def remove_offset(self, mq: MessageQueue) -> None:
         self.offset_table.pop(mq, None)
-        self.changed.pop(mq, None)
 
 
 class ProcessQueue:
@@ -201,10 +198,6 @@ class Consumer:
         self.process_queue_table = ProcessQueueTable(self._queues_changed)
         self.pull_from_which_node_table: dict[MessageQueue, int] = {}
         self.offset_store = RemoteBrokerOffsetStore()
-        # What the last complete persistAll went by, when it could vouch for every offset it sent:
-        # (the route cache's change count, {broker address: the channel it went on}). See
-        # persist_consumer_offset.
-        self._persisted_by: tuple[int, dict[str, object]] | None = None
         self.consumed = 0
         self._kept: dict[str, tuple] = {}  # topic -> (mq_set, members) keeps_queues found kept
         self.rebalances = 0  # rounds begun: a round's random picks are drawn by it (consumer_list_broker)
@@ -406,48 +399,13 @@ class Consumer:
             return None
         return addr
 
-    async def persist_consumer_offset(self, *, periodic: bool = False) -> None:
-        """persistAll: the offsets of assigned queues go to the broker; the others are forgotten.
-
-        `periodic` (every persistConsumerOffsetInterval): RocketMQ resends every offset, changed or
-        not — on a large cluster 16,000 oneway requests per second that change nothing. In a
-        simulated run, when the last complete round reached every queue's master (found in the
-        route cache: one missing makes each of its queues fetch the route every round) over a
-        connection still open, on a network that delivers all it carries (no request fault ever
-        set), and no route changed since, an unchanged offset is already at its broker: only the
-        changed ones go.
-        Any doubt, and the whole table goes, as RocketMQ sends it. One difference stays: an offset
-        another consumer overwrote at the broker meanwhile (two members briefly owning a queue) is
-        not written back until this one's changes or the next complete round."""
-        store = self.offset_store
-        if periodic and self._persisted_by is not None and self._still_vouched(*self._persisted_by):
-            queues, complete = list(store.changed), False
-        else:
-            queues, complete = list(store.offset_table), True
-        store.changed.clear()
-        channels: dict[str, object] = {}
-        vouched = complete
-        for mq in queues:
-            if mq not in self.process_queue_table:
-                store.remove_offset(mq)
-                continue
-            if complete and self.instance.route_cache.find_broker_address_in_subscribe(
-                    mq.broker_name, MASTER_ID, True) is None:
-                vouched = False  # its persist fetches the route first, every round, as RocketMQ's does
-            addr = await self.persist(mq)
-            if addr is None:
-                vouched = False
-                store.changed[mq] = None  # tried again next round
-            elif complete and addr not in channels:
-                channels[addr] = self.instance.channels.open_channel(addr)
-        if complete:
-            self._persisted_by = (self.instance.route_cache.changes, channels) if vouched else None
-
-    def _still_vouched(self, route_changes: int, channels: dict[str, object]) -> bool:
-        table = self.instance.channels
-        return route_changes == self.instance.route_cache.changes and all(
-            channel is not None and table.open_channel(addr) is channel and table.delivers_everything(channel)
-            for addr, channel in channels.items())
+    async def persist_consumer_offset(self) -> None:
+        """persistAll: the offsets of assigned queues go to the broker; the others are forgotten."""
+        for mq in list(self.offset_store.offset_table):
+            if mq in self.process_queue_table:
+                await self.persist(mq)
+            else:
+                self.offset_store.remove_offset(mq)
 
     # --- pulling --------------------------------------------------------------------------------------
 

@@ -334,4 +334,4 @@ class MQClientInstance:
 
     async def persist_all_consumer_offset(self) -> None:
         for consumer in self.consumers:
-            await consumer.persist_consumer_offset(periodic=True)
+            await consumer.persist_consumer_offset()

@@ -114,12 +114,6 @@ class ChannelTable:
         """The open channel to `address`, if there is one: a new object after every reconnect."""
         return self._open(address)
 
-    def delivers_everything(self, channel: RemotingClient) -> bool:
-        """Whether whatever is sent on `channel` is known to arrive unless the connection ends
-        (TCP promises order, not arrival): never here, over real sockets; a table for a network
-        that knows better may say so."""
-        return False
-
     def _remoting_client(self, stream: trio.abc.Stream) -> RemotingClient:
         """The NettyRemotingClient side of a new connection."""
         return RemotingClient(stream, opaques=self._opaques, on_request=self.on_request,

@@ -3,9 +3,9 @@
 An idle queue's consumer gets an empty long-poll answer every 15 s and sends the same pull straight
 back; every 5 s it resends every offset, changed or not; every 30 s each client asks for every
 route it uses, and nearly always gets the one it holds. On a simulated network without faults the
-lab skips those round trips (CoastingSuspendedPull.renew in lab/sim/broker.py,
-Consumer.persist_consumer_offset, lab/sim/clients.py), and once renewed a pull coasts:
-renewed every period with no timer until something changes (CoastingSuspendedPull.coast). With no link
+lab skips those round trips (CoastingSuspendedPull.renew in lab/sim/broker.py;
+SimConsumer.persist_changed_offsets and the coasting rounds in lab/sim/clients.py), and once renewed
+a pull coasts: renewed every period with no timer until something changes (CoastingSuspendedPull.coast). With no link
 jitter (whose draws the skipped sends would have made), a run with the skipping and one without
 must hold the same records at the same times: only the order of records of one same instant may
 differ (and request numbers). All 18 small bundled scenarios passed this when it was written; five
@@ -24,8 +24,7 @@ import trio
 
 from chaos import network
 from lab.sim.broker import CoastingPullRequestHoldService, CoastingSuspendedPull
-from lab.clients.consumer import Consumer
-from lab.sim.clients import CoastingRebalance, CoastingRoutePoll
+from lab.sim.clients import CoastingRebalance, CoastingRoutePoll, SimConsumer
 from lab.control import scenarios
 from lab.run.runner import RunOptions
 
@@ -56,7 +55,7 @@ IDLE_QUEUES = {"registrations-lost": ["cluster.topics=60"], "route-dialect": ["c
 @pytest.mark.parametrize("name", ["broker-crash", "master-down", "partition", "registrations-lost", "route-dialect"])
 def test_skipping_idle_round_trips_leaves_every_record_as_it_was(name, tmp_path, monkeypatch):
     skipped = collections.Counter()
-    renewed, vouched, catch_up = CoastingPullRequestHoldService._renewed, Consumer._still_vouched, CoastingSuspendedPull.catch_up
+    renewed, vouched, catch_up = CoastingPullRequestHoldService._renewed, SimConsumer._still_vouched, CoastingSuspendedPull.catch_up
     finish, rebalance_finish = CoastingRoutePoll.finish, CoastingRebalance.finish
 
     def counting_renewed(self, request):
@@ -83,7 +82,7 @@ def test_skipping_idle_round_trips_leaves_every_record_as_it_was(name, tmp_path,
         skipped["coasting renewals"] += self.renewed_at != before
 
     monkeypatch.setattr(CoastingPullRequestHoldService, "_renewed", counting_renewed)
-    monkeypatch.setattr(Consumer, "_still_vouched", counting_vouched)
+    monkeypatch.setattr(SimConsumer, "_still_vouched", counting_vouched)
     monkeypatch.setattr(CoastingSuspendedPull, "catch_up", counting_catch_up)
     monkeypatch.setattr(CoastingRoutePoll, "finish", counting_finish)
     monkeypatch.setattr(CoastingRebalance, "finish", counting_rebalance_finish)
@@ -107,16 +106,15 @@ def test_skipping_idle_round_trips_leaves_every_record_as_it_was(name, tmp_path,
 def test_once_a_request_fault_was_set_every_offset_is_resent(tmp_path, monkeypatch):
     # A request fault drops or rewrites single commands: an offset sent before may not have arrived.
     rounds = collections.Counter()
-    persist = Consumer.persist_consumer_offset
+    persist = SimConsumer.persist_changed_offsets
 
-    async def counting(self, *, periodic=False):
-        if periodic:
-            vouched = self._persisted_by is not None and self._still_vouched(*self._persisted_by)
-            channel = next(iter(self.instance.channels._clients.values()))
-            rounds[("after a fault" if channel.stream.net.links.requests.ever else "before", vouched)] += 1
-        await persist(self, periodic=periodic)
+    async def counting(self):
+        vouched = self._persisted_by is not None and self._still_vouched(*self._persisted_by)
+        channel = next(iter(self.instance.channels._clients.values()))
+        rounds[("after a fault" if channel.stream.net.links.requests.ever else "before", vouched)] += 1
+        await persist(self)
 
-    monkeypatch.setattr(Consumer, "persist_consumer_offset", counting)
+    monkeypatch.setattr(SimConsumer, "persist_changed_offsets", counting)
     _run("registrations-lost", tmp_path / "faulted.log")
     assert rounds[("before", True)] > 0 and rounds[("after a fault", False)] > 10, rounds
     assert rounds[("after a fault", True)] == 0, rounds

@@ -10,9 +10,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 ROLE_PACKAGES = ("lab/clients", "lab/remoting")
 # What only the simulator's side may say: its package, its word for aggregated calls, its hooks on
-# a simulated stream, and peeking at what a stream happens to offer.
+# a simulated stream (and its word that one delivers everything: offsets not resent), and peeking at
+# what a stream happens to offer.
 SIMULATOR_ONLY = re.compile(r"lab\.sim\b|lab/sim/|coast|renew_peer_call|watch_peer|query_coaster"
-                            r"|(has|get)attr\([\w.]*stream")
+                            r"|delivers_everything|(has|get)attr\([\w.]*stream")
 
 
 def simulator_mentions(text: str) -> list[str]:
@@ -23,6 +24,7 @@ def test_the_pattern_finds_what_it_is_for():
     assert simulator_mentions("from lab.sim import remoting") == ["lab.sim"]
     assert simulator_mentions("self.channels.wake_coasting()  # a held pull") == ["coast"]
     assert simulator_mentions('check = getattr(channel.stream, "x", None)') == ["getattr(channel.stream"]
+    assert simulator_mentions("table.delivers_everything(channel)") == ["delivers_everything"]
     assert simulator_mentions("a simulated run repeats") == []
 
 
