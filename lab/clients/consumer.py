@@ -235,14 +235,10 @@ class Consumer:
 
     def running_info(self) -> Bean:
         """consumerRunningInfo: what the consumer says of itself when a broker forwards mqadmin's
-        GET_CONSUMER_RUNNING_INFO (consumerStatus) to it, as a bean for fastjson's text.
-
-        Java's body: `properties` (the consumer's settings, and the PROP_* keys consumerStatus
-        reads), `subscriptionSet` (a TreeSet ordered by "topic@subString"), `mqTable` (a TreeMap of
-        MessageQueue -> ProcessQueueInfo, keys written as JSON objects) and `statusTable` (a TreeMap
-        of topic -> ConsumeStatus). A lab consumer hands each pulled message over at once, so it
-        caches none, and it keeps no timings: ProcessQueueInfo's cache figures and ConsumeStatus's
-        rates are 0."""
+        GET_CONSUMER_RUNNING_INFO (consumerStatus) to it, as a bean for fastjson's text; Java's
+        sets and maps are sorted (TreeSet, TreeMap), and a JMap writes MessageQueue keys as JSON
+        objects. A lab consumer hands each pulled message over at once, so it caches none, and it
+        keeps no timings: ProcessQueueInfo's cache figures and ConsumeStatus's rates are 0."""
         properties = {"messageModel": "CLUSTERING", "consumeFromWhere": self.config.consumeFromWhere,
                       "pullBatchSize": str(self.config.pullBatchSize), "pullInterval": "0",
                       "consumeThreadMin": str(CONSUME_THREADS), "consumeThreadMax": str(CONSUME_THREADS),

@@ -151,8 +151,7 @@ class MQClientInstance:
 
     async def _refresh(self, topic: str, poll: RoutePoll | None = None) -> tuple[TopicRouteData | None, Exception | None]:
         """Ask the chosen NameServer for the route; (the route now in use, the failure if any).
-        `poll`: the periodic round this fetch belongs to, which counts the fetches that change
-        nothing instead of recording each (see RoutePoll)."""
+        `poll`: the periodic round this fetch belongs to (RoutePoll)."""
         self.topics_in_use[topic] = None
         if poll is not None:
             poll.topics += 1

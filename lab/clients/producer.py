@@ -138,8 +138,6 @@ class Producer:
         return topic in self._topic_set and (info is None or not info.ok())
 
     def on_route_changed(self, topic: str, route: TopicRouteData) -> None:
-        # A new publish info, with a new queue counter at a new random start, as 4.9.8's
-        # topicRouteData2TopicPublishInfo makes for every changed route.
         self.topic_publish_info_table[topic] = TopicPublishInfo(topic, route, self.publish_rng)
 
     async def try_to_find_topic_publish_info(self, topic: str) -> TopicPublishInfo:

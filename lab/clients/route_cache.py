@@ -115,8 +115,9 @@ class TopicPublishInfo:
 
     sendWhichQueue is the topic's own: one counter shared by every topic would step once per
     send of any topic, so a producer sending to N topics in turn would put each topic's messages
-    on every N-th queue only. 4.9.8 makes a new TopicPublishInfo for every changed route, with a
-    new index and a new random start; so does the lab (the producer builds one per route)."""
+    on every N-th queue only. 4.9.8 makes a new TopicPublishInfo for every changed route
+    (topicRouteData2TopicPublishInfo), with a new index and a new random start; so does the lab
+    (Producer.on_route_changed)."""
 
     def __init__(self, topic: str, route: TopicRouteData, rng: random.Random | None = None):
         """rng: where the index's start comes from (the producer's, seeded from its node's RNG);

@@ -24,7 +24,6 @@ from nameserver.bodies import BodyError
 from nameserver.protocol import SerializeType
 from nameserver.protocol.codes import CURRENT_VERSION
 
-from lab.config import ROUTE_PARSERS as PARSERS
 # The version each sends: a strict client is a current one (it gets quoted keys); go-v2 says 317.
 VERSION = {"strict": CURRENT_VERSION, "go-v2": 317}
 
