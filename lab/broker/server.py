@@ -153,8 +153,8 @@ class Broker:
             RequestCode.GET_MIN_OFFSET: self._offset_query(lambda r, t, q: {"offset": self.store.min_offset(t, q)}),
             RequestCode.SEARCH_OFFSET_BY_TIMESTAMP: self._offset_query(
                 lambda r, t, q: {"offset": self.store.offset_in_queue_by_time(t, q, r.require_int("timestamp"))}),
-            RequestCode.GET_EARLIEST_MSG_STORETIME: self._offset_query(
-                lambda r, t, q: {"timestamp": self.store.earliest_store_time(t, q)}),
+            RequestCode.GET_EARLIEST_MSG_STORETIME: self._offset_query(  # getEarliestMessageTime
+                lambda r, t, q: {"timestamp": self.store.store_time(t, q, self.store.min_offset(t, q))}),
             RequestCode.HEART_BEAT: self._heart_beat,
             RequestCode.UNREGISTER_CLIENT: self._unregister_client,
             RequestCode.GET_CONSUMER_LIST_BY_GROUP: self._get_consumer_list_by_group,

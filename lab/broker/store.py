@@ -188,11 +188,6 @@ class MessageStore:
             return left
         return right if abs(timestamp - left_value) > abs(timestamp - right_value) else left
 
-    def earliest_store_time(self, topic: str, queue_id: int) -> int:
-        """Store time (ms) of the queue's first message, -1 if it has none."""
-        queue = self._consume_queues.get((topic, queue_id))
-        return queue[0].store_timestamp if queue else -1
-
     def store_time(self, topic: str, queue_id: int, offset: int) -> int:
         """getMessageStoreTimeStamp: store time (ms) of the message at a logical offset, -1 if none."""
         queue = self._consume_queues.get((topic, queue_id), ())

@@ -34,7 +34,7 @@ def test_search_by_store_time_and_earliest_store_time():
     for at in (1000, 2000, 3000):
         put(store, b"x", at=at)
     assert [store.search_offset("T", 0, t) for t in (0, 2000, 2500, 9999)] == [0, 1, 2, 3]
-    assert (store.earliest_store_time("T", 0), store.earliest_store_time("T", 1)) == (1000, -1)
+    assert (store.store_time("T", 0, 0), store.store_time("T", 1, 0)) == (1000, -1)  # a queue's earliest
 
 
 def test_a_replica_takes_the_masters_records_at_the_masters_offsets():
