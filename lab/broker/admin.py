@@ -49,7 +49,7 @@ CONSUMER_NOT_ONLINE = 206  # ResponseCode
 CONSUME_MSG_TIMEOUT = 207  # ResponseCode: a consumer that did not answer a forwarded request
 SUBSCRIPTION_GROUP_NOT_EXIST = 26  # ResponseCode
 
-BROKER_VERSION_DESC = "V4_9_8"  # MQVersion.CURRENT_VERSION of 4.9.8 (codes.CURRENT_VERSION)
+BROKER_VERSION_DESC = "V4_9_8"  # MQVersion.getVersionDesc(CURRENT_VERSION)
 
 # TopicValidator (4.9.8)
 VALID_TOPIC = re.compile(r"^[%|a-zA-Z0-9_-]+$")
