@@ -14,6 +14,7 @@ import re
 import shutil
 from typing import Callable, Iterable, Mapping
 
+from lab.remoting.java_maps import hash_map, hash_order, message_queue_hash
 from nameserver.bodies import data_version_to_wire, topic_config_to_wire
 from nameserver.protocol import fastjson
 from nameserver.protocol.codes import CURRENT_VERSION
@@ -21,7 +22,6 @@ from nameserver.protocol.fastjson import Bean, JMap, java_double
 from nameserver.routes import DataVersion, TopicConfig
 
 from .consumer_manager import ClientChannelInfo, ConsumerGroupInfo, ConsumerManager
-from .java_maps import hash_map, hash_order, message_queue_hash
 from .stats import BrokerStats
 from .store import MessageStore
 from .topic_config import AUTO_CREATE_TOPIC_KEY_TOPIC, REPLY_TOPIC_POSTFIX

@@ -18,12 +18,12 @@ from nameserver import bodies
 from nameserver.protocol import RemotingCommand, RequestCode, ResponseCode, fastjson
 from nameserver.routes import DataVersion
 from lab.remoting.epoch import epoch_ms
+from lab.remoting.java_maps import hash_order
 
 from . import admin, broker_config_keys, query_message, topic_config
 from lab.remoting.message import decode_messages
 from nameserver.java_order import string_hash
 from nameserver.protocol.fastjson import Bean
-from .java_maps import hash_order
 from .subscription_group import SubscriptionGroupConfig, SubscriptionGroupManager
 
 if TYPE_CHECKING:

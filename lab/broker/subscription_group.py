@@ -14,11 +14,10 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Mapping
 
+from lab.remoting.java_maps import hash_map, hash_order
 from nameserver.bodies import data_version_to_wire
 from nameserver.protocol.fastjson import Bean
 from nameserver.routes import DataVersion
-
-from .java_maps import hash_map, hash_order
 
 # MixAll's group names, in the order SubscriptionGroupManager.init puts them; the last four are
 # created with consumeBroadcastEnable=true (the default anyway).

@@ -19,8 +19,8 @@ import re
 
 import trio
 
-from lab.broker.java_maps import hash_map
 from lab.remoting.flow import in_task
+from lab.remoting.java_maps import hash_map
 from lab.remoting.message import MessageFormatError, decode_messages, offset_msg_id
 from lab.remoting.channels import Node
 from nameserver.client import RemotingError

@@ -27,7 +27,7 @@ import pytest
 import trio
 
 from lab.broker import admin
-from lab.broker.java_maps import hash_order, message_queue_hash
+from lab.remoting.java_maps import hash_order, message_queue_hash
 from nameserver.java_order import string_hash
 from nameserver.protocol.fastjson import Bean, JMap, encode, java_double
 from nameserver.protocol import RequestCode, ResponseCode, SerializeType

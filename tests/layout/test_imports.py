@@ -70,6 +70,17 @@ def test_nameserver_and_chaos_import_neither_the_lab_nor_each_other():
     assert {name: deps for name, deps in wrong.items() if deps} == {}
 
 
+# Brokers and clients are different nodes: what both need lives in lab/remoting, not in one of them.
+SEPARATE_ROLES = ("lab.clients", "lab.broker")
+
+
+def test_the_client_and_the_broker_roles_import_nothing_of_each_other():
+    wrong = {name: sorted(d for d in deps if _in(d, other))
+             for name, deps in graph().items()
+             for own, other in (SEPARATE_ROLES, SEPARATE_ROLES[::-1]) if _in(name, own)}
+    assert {name: deps for name, deps in wrong.items() if deps} == {}
+
+
 def test_there_is_no_import_cycle():
     edges = graph()
     cycles, state = [], {}

@@ -1,8 +1,9 @@
-"""The Java maps in the broker's admin bodies, in the order a JVM iterates them.
+"""The Java maps in the bodies a broker or a client writes (the admin bodies, a consumer's running
+info), in the order a JVM iterates them.
 
 A HashMap / HashSet / ConcurrentHashMap iterates in bucket order — hash, spread, masked by the
 table size — then insertion order within a bucket (nameserver/java_order.py models HashMap). These
-give that order for the broker's keys; nameserver/protocol/fastjson.py writes the result (a JMap)
+give that order for their keys; nameserver/protocol/fastjson.py writes the result (a JMap)
 as fastjson does.
 """
 
