@@ -203,11 +203,6 @@ class MQClientAPI:
                 in_task(self.channels.nursery, self._call, addr, command, timeout, reply).start(resume)
         return Step(start, lambda: self._call(addr, command, timeout, reply))
 
-    async def invoke_oneway(self, addr: str, code: int, fields: dict) -> None:
-        if not self.channels.is_connected(addr):
-            await self.connect(addr)
-        await self.channels.invoke_oneway(addr, request(code, fields, oneway=True))
-
     # --- NameServer -------------------------------------------------------------------------------
 
     def get_topic_route_info_from_name_server(self, topic: str, timeout: float) -> Step:
@@ -225,8 +220,7 @@ class MQClientAPI:
 
     def send_message(self, addr: str, mq: MessageQueue, producer_group: str, body: bytes, properties: str,
                      born_timestamp: int, msg_id: str, timeout: float) -> Step:
-        """SEND_MESSAGE_V2 with its short keys (sendMessage): the SendResult. The connect, when
-        there is one first, counts against `timeout`."""
+        """SEND_MESSAGE_V2 with its short keys (sendMessage): the SendResult."""
         fields = {
             "a": producer_group, "b": mq.topic, "c": DEFAULT_TOPIC, "d": DEFAULT_TOPIC_QUEUE_NUMS,
             "e": mq.queue_id, "f": 0, "g": born_timestamp, "h": 0, "i": properties, "j": 0,
@@ -262,8 +256,10 @@ class MQClientAPI:
         return self._step(addr, request(code, _queue_fields(mq)), timeout, _AsyncReply(code, addr, _offset))
 
     async def update_consumer_offset_oneway(self, addr: str, group: str, mq: MessageQueue, offset: int) -> None:
-        await self.invoke_oneway(addr, RequestCode.UPDATE_CONSUMER_OFFSET,
-                                 {"consumerGroup": group, **_queue_fields(mq), "commitOffset": offset})
+        if not self.channels.is_connected(addr):
+            await self.connect(addr)
+        await self.channels.invoke_oneway(addr, request(RequestCode.UPDATE_CONSUMER_OFFSET, {
+            "consumerGroup": group, **_queue_fields(mq), "commitOffset": offset}, oneway=True))
 
     # --- broker: both -----------------------------------------------------------------------------
 
