@@ -171,8 +171,8 @@ POSITIVE_DURATIONS = (
     "producer.sendMsgTimeout", "consumer.brokerSuspendMaxTimeMillis", "consumer.pullTimeDelayMillsWhenException",
     "consumer.rebalanceInterval",
 )
-ROUTE_PARSERS = ("fastjson", "strict", "go-v2")  # lab/clients/route_parsers.py's PARSERS
-CONSUME_FROM = ("CONSUME_FROM_LAST_OFFSET", "CONSUME_FROM_FIRST_OFFSET")  # lab/clients/consumer.py's
+ROUTE_PARSERS = ("fastjson", "strict", "go-v2")  # the parsers lab/clients/route_parsers.py describes
+CONSUME_FROM = ("CONSUME_FROM_LAST_OFFSET", "CONSUME_FROM_FIRST_OFFSET")  # what a lab consumer can start from
 MAX_SLAVES = 9  # broker ports are 10 apart within a group, groups 100 apart (lab/run/topology.py)
 # The lab's practical limits, where RocketMQ has none: every node and queue lives in this process
 # (or its children), so these keep a run within a machine's memory and a start within seconds.

@@ -19,6 +19,7 @@ import re
 
 import trio
 
+from lab.config import CONSUME_FROM
 from lab.remoting.flow import in_task
 from lab.remoting.java_maps import hash_map
 from lab.remoting.message import MessageFormatError, decode_messages, offset_msg_id
@@ -47,7 +48,6 @@ OFFSET_MOVED_DELAY = 10.0  # s: before an out-of-range queue takes the broker's 
 RESET_OFFSET_PAUSE = 10.0  # s: MQClientInstance.resetOffset sleeps this long between drop and move
 # A ResetOffsetBody's entries: fastjson writes each MessageQueue key as a JSON object.
 RESET_ENTRY = re.compile(r'\{"brokerName":"([^"]*)","queueId":(\d+),"topic":"([^"]*)"\}:(-?\d+)')
-CONSUME_FROM = ("CONSUME_FROM_LAST_OFFSET", "CONSUME_FROM_FIRST_OFFSET")
 RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
 CLIENT_VERSION = "V4_9_8"
 CONSUME_THREADS = 20  # DefaultMQPushConsumer.consumeThreadMin: PROP_THREADPOOL_CORE_SIZE
