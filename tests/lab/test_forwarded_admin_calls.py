@@ -50,7 +50,9 @@ async def consumer_status(tcp, broker_address: str) -> RemotingCommand:
                           {"consumerGroup": GROUP, "clientId": CLIENT_ID, "jstackEnable": "false"})
 
 
-async def test_a_consumer_that_never_answers_gets_mqadmin_a_timeout_and_stops_no_one_else(tcp, monkeypatch):
+async def lab_with_a_silent_consumer(tcp, monkeypatch):
+    """A broker, a silent consumer of GROUP on it, the answers mqadmin got so far, and a consumerStatus
+    call that adds its answer to them."""
     monkeypatch.setattr(admin_processor, "CALL_CLIENT_TIMEOUT", WAIT)
     await tcp.start_nameserver(port=0)
     broker = await tcp.start_broker()
@@ -59,6 +61,12 @@ async def test_a_consumer_that_never_answers_gets_mqadmin_a_timeout_and_stops_no
 
     async def ask() -> None:
         answered.append(await consumer_status(tcp, broker.address))
+
+    return broker, consumer, answered, ask
+
+
+async def test_a_consumer_that_never_answers_gets_mqadmin_a_timeout_and_stops_no_one_else(tcp, monkeypatch):
+    broker, consumer, answered, ask = await lab_with_a_silent_consumer(tcp, monkeypatch)
 
     with trio.fail_after(10):  # a broker that waits for ever fails here
         async with trio.open_nursery() as nursery:
@@ -89,14 +97,7 @@ async def test_a_consumer_that_never_answers_gets_mqadmin_a_timeout_and_stops_no
 
 
 async def test_a_consumer_that_leaves_mid_call_gets_mqadmin_an_answer_and_the_broker_goes_on(tcp, monkeypatch):
-    monkeypatch.setattr(admin_processor, "CALL_CLIENT_TIMEOUT", WAIT)
-    await tcp.start_nameserver(port=0)
-    broker = await tcp.start_broker()
-    consumer = await silent_consumer(broker.address)
-    answered: list[RemotingCommand] = []
-
-    async def ask() -> None:
-        answered.append(await consumer_status(tcp, broker.address))
+    broker, consumer, answered, ask = await lab_with_a_silent_consumer(tcp, monkeypatch)
 
     with trio.fail_after(10):
         async with trio.open_nursery() as nursery:
