@@ -112,7 +112,7 @@ def test_lab_top_level_holds_only_what_every_part_shares():
 # below lists what still breaks it, each entry with who is taking it away: an entry that no longer
 # offends fails its rule until it is taken off, so the lists only shrink. None may grow.
 ROLE_PACKAGES = ("nameserver", "lab/broker", "lab/clients", "lab/remoting")
-SECTION = '"Simulation-only code inside role modules"'
+SECTION = "\"The simulator's aggregation of idle traffic, and what it asks of the roles\""
 
 
 def role_files() -> dict[str, str]:
