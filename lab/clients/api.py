@@ -195,8 +195,11 @@ class MQClientAPI:
         `addr` (None: the chosen NameServer), `reply` resuming the flow, or else by a task that
         connects (or fails over) first; in a task, _call."""
         def start(resume) -> None:
-            target = self.namesrv.chosen if addr is None else addr
-            if target is not None and self.channels.is_connected(target):
+            if addr is None:  # the selector decides whether the chosen one is still the one to ask
+                target, ready = self.namesrv.chosen, self.namesrv.is_sticky(self.channels.is_connected)
+            else:
+                target, ready = addr, self.channels.is_connected(addr)
+            if ready:
                 reply.on_result = resume
                 self.channels.invoke_async(target, command, timeout, reply)
             else:

@@ -20,6 +20,7 @@ from lab.clients.instance import MQClientInstance
 from lab.clients.producer import Producer
 from lab.config import LabConfig
 from lab.remoting.channels import Node
+from lab.remoting import flow
 from lab.remoting.flow import Step
 from lab.sim.clients import client_instance_class, consumer_class
 from lab.broker.store import MessageStore
@@ -462,3 +463,21 @@ async def test_a_rebalance_rounds_picks_draw_nothing_from_the_nodes_generator(la
     assert len(rounds) == 3
     other = Node("consumer-0", lab.sim.network, lab.sim.events, consumer.node.config, random.Random("other"))
     assert other.seed_for("x") != consumer.node.seed_for("x") != consumer.node.seed_for("y")
+
+
+async def test_a_route_fetch_asks_the_name_server_selector_before_each_request(lab, autojump_clock):
+    # Exercise 11's contract (a learner's NamesrvSelector replaces the lab's): before each request
+    # to a NameServer the client asks is_sticky(channel_ok), in a flow as in a task, and only a
+    # sticky choice is asked on its open channel. A naive selector's bug must show in the lab.
+    await lab.start_cluster(nameservers=1)
+    instance = lab.instance(lab.node("producer-0"))
+    await instance.start([TOPIC])
+    selector, asked = instance.api.namesrv, []
+    sticky = selector.is_sticky
+    selector.is_sticky = lambda channel_ok: asked.append(selector.chosen) or sticky(channel_ok)
+
+    async def fetch():
+        return await instance.api.get_topic_route_info_from_name_server(TOPIC, 3.0)
+
+    route = await flow.run(fetch())
+    assert route.queue_datas and asked == [selector.chosen]
