@@ -248,6 +248,10 @@ def test_over_real_sockets_a_paused_nameserver_accepts_answers_nothing_then_scan
 
     async def driver(cluster, events, nursery):
         control, words = LabControl(cluster, nursery), vocabulary().parse_words
+        live = cluster.nameservers["ns-0"].routes.broker_live_table
+        with trio.fail_after(60):  # every broker registered before the freeze, on a busy machine too
+            while len(live) < 4:
+                await trio.sleep(0.5)
         await trio.sleep(5)
         await control.apply(words(["freeze", "ns-0"]), source="test")
         seen["frozen"] = events.now()
